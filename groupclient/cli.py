@@ -1,0 +1,61 @@
+"""The ``groupclient`` command: ``coordinator`` runs the server, ``demo`` runs the main job."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def _topic(spec: str) -> tuple[str, int]:
+    name, _, partitions = spec.partition(":")
+    try:
+        return name, int(partitions or "1")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NAME or NAME:PARTITIONS, got {spec!r}") from None
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="groupclient")
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    coord = commands.add_parser("coordinator", help="run the Kafka-wire group coordinator")
+    coord.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    coord.add_argument("--port", type=int, default=9092,
+                       help="port of node 0; node i listens on port+i (0 = ephemeral ports)")
+    coord.add_argument("--nodes", type=int, default=1, help="number of nodes in this process")
+    coord.add_argument("--data-dir", type=Path, default=None,
+                       help="keep topics, groups and offsets here across restarts")
+    coord.add_argument("--initial-rebalance-delay-ms", type=int, default=3000,
+                       help="group.initial.rebalance.delay.ms (default 3000)")
+    coord.add_argument("--offsets-partitions", type=int, default=50,
+                       help="offsets.topic.num.partitions (default 50)")
+    coord.add_argument("--topic", action="append", type=_topic, default=[], metavar="NAME[:PARTITIONS]",
+                       help="create this topic at start if missing (repeatable)")
+
+    demo = commands.add_parser("demo", help="run a consumer group on an embedded coordinator")
+    demo.add_argument("--members", type=int, default=3)
+    demo.add_argument("--partitions", type=int, default=6)
+    demo.add_argument("--records", type=int, default=600)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "coordinator":
+        from .coordinator.config import CoordinatorConfig
+        from .coordinator.serve import run
+
+        if args.nodes < 1:
+            raise SystemExit("groupclient coordinator: --nodes must be at least 1")
+        config = CoordinatorConfig(group_initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
+                                   offsets_topic_partitions=args.offsets_partitions)
+        ports = [0 if args.port == 0 else args.port + i for i in range(args.nodes)]
+        return run(config, args.host, ports, args.data_dir, args.topic)
+    from .demo import run_demo
+
+    return run_demo(args.members, args.partitions, args.records)

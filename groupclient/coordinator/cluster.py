@@ -1,0 +1,233 @@
+"""``EmbeddedCluster``: the coordinator running in a background thread of this process."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Coroutine, Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from ..clock import Clock, SystemClock
+from .config import CoordinatorConfig
+from .core import ClusterCore
+from .faults import FaultRule
+from .placement import offsets_partition_for
+
+T = TypeVar("T")
+Record = tuple[bytes | None, bytes | None]  # (key, value)
+
+
+class EmbeddedCluster:
+    """One or several coordinator nodes on 127.0.0.1, served by a thread of this process.
+
+    Use it as a context manager.  Methods may be called from any thread; they run on the
+    cluster's own event loop and wait for the result.
+    """
+
+    def __init__(
+        self,
+        nodes: int = 1,
+        data_dir: str | Path | None = None,
+        group_initial_rebalance_delay_ms: int = 3000,
+        offsets_topic_partitions: int = 50,
+        *,
+        host: str = "127.0.0.1",
+        ports: Iterable[int] | None = None,
+        clock: Clock | None = None,
+        **settings: Any,
+    ) -> None:
+        if nodes < 1:
+            raise ValueError("nodes must be at least 1")
+        port_list = list(ports) if ports is not None else [0] * nodes
+        if len(port_list) != nodes:
+            raise ValueError(f"{nodes} nodes need {nodes} ports, got {len(port_list)}")
+        self.config = CoordinatorConfig(
+            group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms,
+            offsets_topic_partitions=offsets_topic_partitions,
+            **settings,
+        )
+        self.data_dir = Path(data_dir) if data_dir is not None else None
+        self._host = host
+        self._ports = port_list
+        self._clock = clock or SystemClock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._core: ClusterCore | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def start(self) -> EmbeddedCluster:
+        if self._thread is not None:
+            raise RuntimeError("cluster already started")
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            loop.call_soon(ready.set)
+            loop.run_forever()
+            loop.close()
+
+        self._loop = loop
+        self._thread = threading.Thread(target=run, name="groupclient-coordinator", daemon=True)
+        self._thread.start()
+        ready.wait()
+        self._core = ClusterCore(self.config, self._clock, self.data_dir,
+                                 [(self._host, p) for p in self._ports])
+        try:
+            self._run(self._core.start())
+        except BaseException:
+            self.stop()
+            raise
+        # later restarts of a node reuse the port it got
+        self._ports = [n.port for n in self._core.nodes.values()]
+        return self
+
+    def stop(self) -> None:
+        if self._loop is None or self._thread is None:
+            return
+        try:
+            if self._core is not None:
+                self._run(self._core.stop())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+            self._loop = None
+            self._thread = None
+            self._core = None
+
+    def __enter__(self) -> EmbeddedCluster:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    # -- addresses -----------------------------------------------------------------------
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{self._host}:{p}" for p in self._ports)
+
+    def address_of(self, node_id: int) -> str:
+        return f"{self._host}:{self._ports[node_id]}"
+
+    # -- topics and records --------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int = 1) -> None:
+        self._call(lambda core: core.topics.create(name, partitions))
+
+    def produce(self, topic: str, records: Iterable[Record | bytes], partition: int | None = None,
+                timestamp_ms: int | None = None) -> list[tuple[int, int]]:
+        """Append records; each goes to ``partition`` or round-robin over the topic's partitions.
+
+        Returns ``(partition, offset)`` per record.
+        """
+        items = [r if isinstance(r, tuple) else (None, r) for r in records]
+
+        def append(core: ClusterCore) -> list[tuple[int, int]]:
+            if topic not in core.topics.topics:
+                raise KeyError(f"unknown topic {topic!r}")
+            count = len(core.topics.topics[topic].partitions)
+            by_partition: dict[int, list[tuple[int, Record]]] = {}
+            for i, item in enumerate(items):
+                target = partition if partition is not None else i % count
+                by_partition.setdefault(target, []).append((i, item))
+            placed: list[tuple[int, int]] = [(-1, -1)] * len(items)
+            ts = timestamp_ms if timestamp_ms is not None else core.clock.wall_ms()
+            for target, group in by_partition.items():
+                builder = DefaultRecordBatchBuilder(
+                    magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                    producer_epoch=-1, base_sequence=-1, batch_size=2**30)
+                for offset_delta, (_, (key, value)) in enumerate(group):
+                    builder.append(offset_delta, ts, key, value, [])
+                base = core.topics.append(topic, target, bytes(builder.build()), 2**30)
+                for n, (i, _) in enumerate(group):
+                    placed[i] = (target, base + n)
+            return placed
+
+        return self._call(append)
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        return self._call(lambda core: {
+            i: p.high_watermark for i, p in enumerate(core.topics.topics[topic].partitions)})
+
+    # -- groups --------------------------------------------------------------------------
+    def coordinator_of(self, group_id: str) -> int | None:
+        def find(core: ClusterCore) -> int | None:
+            node = core.coordinator_node_for(group_id)
+            return node.node_id if node else None
+        return self._call(find)
+
+    def offsets_partition_of(self, group_id: str) -> int:
+        return offsets_partition_for(group_id, self.config.offsets_topic_partitions)
+
+    def committed_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
+        return self._call(lambda core: {
+            tp: c.offset for tp, c in core.group_store.offsets.get(group_id, {}).items()})
+
+    def describe_group(self, group_id: str) -> dict[str, Any] | None:
+        def describe(core: ClusterCore) -> dict[str, Any] | None:
+            node = core.coordinator_node_for(group_id)
+            group = node.coordinator.groups.get(group_id) if node else None
+            if group is None:
+                return None
+            return {
+                "state": group.state.value,
+                "generation": group.generation_id,
+                "protocol": group.protocol_name,
+                "leader": group.leader_id,
+                "members": {m.member_id: {"instance_id": m.group_instance_id, "client_id": m.client_id,
+                                          "assignment": m.assignment}
+                            for m in group.members.values()},
+            }
+        return self._call(describe)
+
+    # -- faults and nodes ----------------------------------------------------------------
+    def inject_fault(self, rule: FaultRule) -> None:
+        rule = dataclasses.replace(rule)
+        self._call(lambda core: core.faults.add(rule))
+
+    def clear_faults(self) -> None:
+        self._call(lambda core: core.faults.clear())
+
+    def faults_fired(self) -> list[tuple[int, int, str]]:
+        return self._call(lambda core: [(n, k, kind.value) for n, k, kind in core.faults.fired])
+
+    def stop_node(self, node_id: int) -> None:
+        self._run(self._require_core().stop_node(node_id))
+
+    def start_node(self, node_id: int) -> None:
+        self._run(self._require_core().start_node(node_id))
+
+    def wait_until(self, predicate: Callable[[], bool], timeout_s: float = 30.0, interval_s: float = 0.05) -> bool:
+        """Poll ``predicate`` until it holds or ``timeout_s`` passes (bounded test helper)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            time.sleep(interval_s)
+        return bool(predicate())
+
+    # -- plumbing ------------------------------------------------------------------------
+    def _require_core(self) -> ClusterCore:
+        if self._core is None:
+            raise RuntimeError("the cluster is not running")
+        return self._core
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._loop is None:
+            coro.close()
+            raise RuntimeError("the cluster is not running")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=60)
+
+    def _call(self, fn: Callable[[ClusterCore], T]) -> T:
+        core = self._require_core()
+
+        async def call() -> T:
+            return fn(core)
+
+        return self._run(call())

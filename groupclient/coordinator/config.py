@@ -1,0 +1,32 @@
+"""Coordinator settings, named after the Kafka broker settings they mirror."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CoordinatorConfig:
+    group_initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
+    group_min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
+    group_max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
+    group_max_size: int = 2**31 - 1  # group.max.size
+    # how long a brand-new member may wait in a rebalance before it is dropped (Kafka's constant)
+    new_member_join_timeout_ms: int = 300_000
+    offsets_topic_partitions: int = 50  # offsets.topic.num.partitions
+    offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
+    auto_create_topics: bool = True  # auto.create.topics.enable
+    default_partitions: int = 1  # num.partitions
+    max_request_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes
+    max_message_bytes: int = 1_048_588  # message.max.bytes
+    fsync: bool = False  # fsync each append (a process crash loses nothing either way)
+
+    def __post_init__(self) -> None:
+        if self.offsets_topic_partitions < 1:
+            raise ValueError("offsets_topic_partitions must be at least 1")
+        if self.group_initial_rebalance_delay_ms < 0:
+            raise ValueError("group_initial_rebalance_delay_ms must not be negative")
+        if not 0 < self.group_min_session_timeout_ms <= self.group_max_session_timeout_ms:
+            raise ValueError("need 0 < group_min_session_timeout_ms <= group_max_session_timeout_ms")
+        if self.group_max_size < 1:
+            raise ValueError("group_max_size must be at least 1")

@@ -1,0 +1,138 @@
+"""State shared by all nodes of one cluster: topics, groups, leadership, waiting fetches.
+
+Everything here runs on the cluster's event loop thread; nothing is locked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from pathlib import Path
+
+from ..clock import Clock
+from .config import CoordinatorConfig
+from .faults import FaultInjector
+from .node import BrokerNode
+from .placement import elect_leader, offsets_partition_for
+from .storage.group_store import GroupStore
+from .storage.topic_log import TopicStore
+
+log = logging.getLogger("groupclient.coordinator")
+
+
+def _cluster_id(data_dir: Path | None) -> str:
+    if data_dir is None:
+        return f"groupclient-{uuid.uuid4().hex[:16]}"
+    path = data_dir / "cluster_id"
+    if path.exists():
+        return path.read_text().strip()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    value = f"groupclient-{uuid.uuid4().hex[:16]}"
+    path.write_text(value + "\n")
+    return value
+
+
+class ClusterCore:
+    def __init__(self, config: CoordinatorConfig, clock: Clock, data_dir: Path | None,
+                 node_addresses: list[tuple[str, int]]) -> None:
+        if not node_addresses:
+            raise ValueError("a cluster needs at least one node")
+        self.config = config
+        self.clock = clock
+        self.cluster_id = _cluster_id(data_dir)
+        self.topics = TopicStore(data_dir, config.fsync)
+        self.group_store = GroupStore(data_dir, config.fsync)
+        self.faults = FaultInjector()
+        self.nodes: dict[int, BrokerNode] = {
+            node_id: BrokerNode(self, node_id, host, port) for node_id, (host, port) in enumerate(node_addresses)
+        }
+        self._node_ids = sorted(self.nodes)
+        self._offsets_leaders: dict[int, int | None] = {}
+        self._append_waiters: dict[tuple[str, int], set[asyncio.Future[None]]] = {}
+        self.topics.on_append = self._notify_append
+
+    # -- leadership ----------------------------------------------------------------------
+    def live_nodes(self) -> list[BrokerNode]:
+        return [self.nodes[i] for i in self._node_ids if self.nodes[i].live]
+
+    def _live_ids(self) -> set[int]:
+        return {n.node_id for n in self.live_nodes()}
+
+    def controller_id(self) -> int:
+        live = self.live_nodes()
+        return live[0].node_id if live else -1
+
+    def partition_leader(self, partition: int) -> int | None:
+        return elect_leader(partition, self._node_ids, self._live_ids())
+
+    def coordinator_node_for(self, group_id: str) -> BrokerNode | None:
+        partition = offsets_partition_for(group_id, self.config.offsets_topic_partitions)
+        leader = self._offsets_leaders.get(partition)
+        return self.nodes[leader] if leader is not None else None
+
+    def reassign_coordinators(self) -> None:
+        """Move each offsets partition to its elected leader, unloading and loading groups."""
+        now = self.clock.monotonic_ms()
+        live = self._live_ids()
+        for partition in range(self.config.offsets_topic_partitions):
+            new = elect_leader(partition, self._node_ids, live)
+            old = self._offsets_leaders.get(partition)
+            if new == old:
+                continue
+            if old is not None:
+                self.nodes[old].coordinator.unload_partition(partition)
+            if new is not None:
+                self.nodes[new].coordinator.load_partition(partition, now)
+            self._offsets_leaders[partition] = new
+            if old is not None:
+                log.info("offsets partition %d moved from node %s to node %s", partition, old, new)
+        for node in self.nodes.values():
+            node.kick_timers()
+
+    # -- lifecycle -----------------------------------------------------------------------
+    async def start_node(self, node_id: int) -> None:
+        await self.nodes[node_id].start()
+        self.reassign_coordinators()
+
+    async def stop_node(self, node_id: int) -> None:
+        await self.nodes[node_id].stop()
+        self.reassign_coordinators()
+
+    async def start(self) -> None:
+        for node_id in self._node_ids:
+            await self.nodes[node_id].start()
+        self.reassign_coordinators()
+
+    async def stop(self) -> None:
+        for node in self.nodes.values():
+            if node.live:
+                await node.stop()
+        for waiters in self._append_waiters.values():
+            for fut in waiters:
+                if not fut.done():
+                    fut.cancel()
+        self.topics.close()
+        self.group_store.close()
+
+    # -- long-polling fetches ------------------------------------------------------------
+    async def wait_for_append(self, keys: list[tuple[str, int]], timeout_s: float) -> None:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for key in keys:
+            self._append_waiters.setdefault(key, set()).add(fut)
+        try:
+            await asyncio.wait_for(fut, timeout_s)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            for key in keys:
+                waiters = self._append_waiters.get(key)
+                if waiters is not None:
+                    waiters.discard(fut)
+                    if not waiters:
+                        del self._append_waiters[key]
+
+    def _notify_append(self, topic: str, partition: int) -> None:
+        for fut in self._append_waiters.pop((topic, partition), ()):
+            if not fut.done():
+                fut.set_result(None)

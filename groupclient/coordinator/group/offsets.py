@@ -1,0 +1,97 @@
+"""OffsetCommit and OffsetFetch, fenced by generation and member (Kafka's handleCommitOffsets)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...protocol.errors import ErrorCode
+from ..storage.group_store import CommittedOffset, TopicPartition
+from .coordinator import GroupCoordinator
+from .metadata import Group
+from .state import GroupState
+
+E = ErrorCode
+S = GroupState
+
+
+@dataclass(frozen=True)
+class OffsetToCommit:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = None
+
+
+def commit_offsets(
+    coordinator: GroupCoordinator,
+    group_id: str,
+    generation_id: int,
+    member_id: str,
+    instance_id: str | None,
+    offsets: list[OffsetToCommit],
+    wall_ms: int,
+    now: int,
+) -> dict[TopicPartition, ErrorCode]:
+    """Validate and store a commit; the result holds one error code per partition."""
+    error = coordinator.check_group(group_id)
+    group = coordinator.groups.get(group_id)
+    if not error:
+        if group is None:
+            if generation_id < 0:
+                # a "simple" commit: the group only uses the coordinator to store offsets
+                group = coordinator.groups[group_id] = Group(group_id)
+            else:
+                error = E.ILLEGAL_GENERATION
+        if group is not None:
+            error = _member_may_commit(coordinator, group, generation_id, member_id, instance_id, now)
+    results: dict[TopicPartition, ErrorCode] = {}
+    accepted: dict[TopicPartition, CommittedOffset] = {}
+    limit = coordinator.config.offset_metadata_max_bytes
+    for o in offsets:
+        tp = (o.topic, o.partition)
+        if error:
+            results[tp] = error
+        elif o.metadata is not None and len(o.metadata.encode()) > limit:
+            results[tp] = E.OFFSET_METADATA_TOO_LARGE
+        else:
+            accepted[tp] = CommittedOffset(o.offset, o.leader_epoch, o.metadata, wall_ms)
+            results[tp] = E.NONE
+    coordinator.store.put_offsets(group_id, accepted)
+    return results
+
+
+def _member_may_commit(coordinator: GroupCoordinator, group: Group, generation_id: int,
+                       member_id: str, instance_id: str | None, now: int) -> ErrorCode:
+    if group.is_in(S.DEAD):
+        return E.COORDINATOR_NOT_AVAILABLE
+    if group.is_static_member_fenced(instance_id, member_id):
+        return E.FENCED_INSTANCE_ID
+    if generation_id < 0 and group.is_in(S.EMPTY):
+        return E.NONE
+    if group.is_in(S.COMPLETING_REBALANCE):
+        return E.REBALANCE_IN_PROGRESS
+    if not group.has(member_id):
+        return E.UNKNOWN_MEMBER_ID
+    if generation_id != group.generation_id:
+        return E.ILLEGAL_GENERATION
+    # a commit is proof of life, as in Kafka
+    member = group.get(member_id)
+    if not member.awaiting_join:
+        coordinator.heartbeat(group.group_id, member_id, instance_id, generation_id, now)
+    return E.NONE
+
+
+def fetch_offsets(
+    coordinator: GroupCoordinator,
+    group_id: str,
+    partitions: list[TopicPartition] | None,
+) -> tuple[ErrorCode, dict[TopicPartition, CommittedOffset | None]]:
+    """Committed offsets of a group; ``partitions=None`` means all it has."""
+    error = coordinator.check_group(group_id)
+    if error:
+        return error, {}
+    table = coordinator.store.offsets.get(group_id, {})
+    if partitions is None:
+        return E.NONE, dict(sorted(table.items()))
+    return E.NONE, {tp: table.get(tp) for tp in partitions}

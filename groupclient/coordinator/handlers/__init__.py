@@ -1,0 +1,32 @@
+"""One module per Kafka API key: where each request is answered."""
+
+from __future__ import annotations
+
+from ...protocol.apis import ApiKey
+from . import (
+    api_versions, create_topics, describe_groups, fetch, find_coordinator, heartbeat, init_producer_id,
+    join_group, leave_group, list_groups, list_offsets, metadata, offset_commit, offset_fetch,
+    produce, sync_group,
+)
+from .context import Handler, RequestContext
+
+HANDLERS: dict[ApiKey, Handler] = {
+    ApiKey.API_VERSIONS: api_versions.HANDLER,
+    ApiKey.METADATA: metadata.HANDLER,
+    ApiKey.CREATE_TOPICS: create_topics.HANDLER,
+    ApiKey.PRODUCE: produce.HANDLER,
+    ApiKey.FETCH: fetch.HANDLER,
+    ApiKey.LIST_OFFSETS: list_offsets.HANDLER,
+    ApiKey.FIND_COORDINATOR: find_coordinator.HANDLER,
+    ApiKey.JOIN_GROUP: join_group.HANDLER,
+    ApiKey.SYNC_GROUP: sync_group.HANDLER,
+    ApiKey.HEARTBEAT: heartbeat.HANDLER,
+    ApiKey.LEAVE_GROUP: leave_group.HANDLER,
+    ApiKey.OFFSET_COMMIT: offset_commit.HANDLER,
+    ApiKey.OFFSET_FETCH: offset_fetch.HANDLER,
+    ApiKey.DESCRIBE_GROUPS: describe_groups.HANDLER,
+    ApiKey.LIST_GROUPS: list_groups.HANDLER,
+    ApiKey.INIT_PRODUCER_ID: init_producer_id.HANDLER,
+}
+
+__all__ = ["HANDLERS", "Handler", "RequestContext"]

@@ -1,0 +1,53 @@
+"""CreateTopics (19)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.admin.topics import CreateTopicsResponse
+
+from ...protocol.errors import ErrorCode
+from ..storage.topic_log import validate_topic_name
+from .context import Handler, RequestContext
+
+Result = CreateTopicsResponse.CreatableTopicResult
+
+
+def _check(ctx: RequestContext, t: Any) -> tuple[ErrorCode, str | None, int]:
+    core = ctx.core
+    partitions = core.config.default_partitions if t.num_partitions == -1 else t.num_partitions
+    reason = validate_topic_name(t.name)
+    if reason:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, reason, partitions
+    if t.name in core.topics.topics:
+        return ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {t.name!r} already exists", partitions
+    if t.assignments:
+        return ErrorCode.INVALID_REQUEST, "manual replica assignments are not supported", partitions
+    if partitions < 1:
+        return ErrorCode.INVALID_PARTITIONS, "the number of partitions must be at least 1", partitions
+    if t.replication_factor not in (-1, 1):
+        return (ErrorCode.INVALID_REPLICATION_FACTOR,
+                "replication factor must be 1 (this coordinator does not replicate)", partitions)
+    return ErrorCode.NONE, None, partitions
+
+
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    results = []
+    for t in req.topics:
+        error, message, partitions = _check(ctx, t)
+        topic_id = None
+        if not error and not req.validate_only:
+            topic_id = ctx.core.topics.create(t.name, partitions).topic_id
+        results.append(Result(name=t.name, topic_id=topic_id, error_code=int(error), error_message=message,
+                              num_partitions=partitions if not error else -1,
+                              replication_factor=1 if not error else -1, configs=[]))
+    return CreateTopicsResponse(version=req.version, throttle_time_ms=0, topics=results)
+
+
+def error_response(req: Any, error: ErrorCode) -> Any:
+    return CreateTopicsResponse(version=req.version, throttle_time_ms=0, topics=[
+        Result(name=t.name, error_code=int(error), error_message=None, num_partitions=-1,
+               replication_factor=-1, configs=[]) for t in req.topics])
+
+
+HANDLER = Handler(handle, error_response)

@@ -1,0 +1,56 @@
+"""DescribeGroups (15)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.admin.groups import DescribeGroupsResponse
+
+from ...protocol.errors import ErrorCode
+from ..group.state import GroupState
+from .context import Handler, RequestContext
+
+Described = DescribeGroupsResponse.DescribedGroup
+DescribedMember = Described.DescribedGroupMember
+
+
+def _unknown(group_id: str, error: ErrorCode) -> Any:
+    return Described(error_code=int(error), group_id=group_id, group_state=GroupState.DEAD.value,
+                     protocol_type="", protocol_data="", members=[], authorized_operations=None)
+
+
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    coordinator = ctx.node.coordinator
+    described = []
+    for group_id in req.groups:
+        error = coordinator.check_group(group_id)
+        group = coordinator.groups.get(group_id)
+        if error or group is None:
+            # Kafka describes a group it does not know as Dead, without an error
+            described.append(_unknown(group_id, error))
+            continue
+        stable = group.is_in(GroupState.STABLE)
+        members = [
+            DescribedMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id,
+                client_id=m.client_id, client_host=m.client_host,
+                member_metadata=m.metadata_for(group.protocol_name) if stable and group.protocol_name else b"",
+                member_assignment=m.assignment if stable else b"",
+            )
+            for m in group.members.values()
+        ]
+        described.append(Described(
+            error_code=0, group_id=group_id, group_state=group.state.value,
+            protocol_type=group.protocol_type or "",
+            protocol_data=(group.protocol_name or "") if stable else "",
+            members=members, authorized_operations=None,
+        ))
+    return DescribeGroupsResponse(version=req.version, throttle_time_ms=0, groups=described)
+
+
+def error_response(req: Any, error: ErrorCode) -> Any:
+    return DescribeGroupsResponse(version=req.version, throttle_time_ms=0,
+                                  groups=[_unknown(g, error) for g in req.groups])
+
+
+HANDLER = Handler(handle, error_response)

@@ -1,0 +1,73 @@
+"""Metadata (3): live nodes, topics and partition leaders; auto-creates topics if allowed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.metadata.metadata import MetadataResponse
+
+from ...protocol.errors import ErrorCode
+from ..storage.topic_log import validate_topic_name
+from .context import Handler, RequestContext
+
+Broker = MetadataResponse.MetadataResponseBroker
+TopicMeta = MetadataResponse.MetadataResponseTopic
+PartitionMeta = TopicMeta.MetadataResponsePartition
+
+
+def _topic(ctx: RequestContext, name: str, error: ErrorCode = ErrorCode.NONE) -> Any:
+    topic = ctx.core.topics.topics.get(name)
+    if topic is None:
+        return TopicMeta(error_code=int(error), name=name, is_internal=False, partitions=[],
+                         authorized_operations=None)
+    partitions = []
+    for index in range(len(topic.partitions)):
+        leader = ctx.core.partition_leader(index)
+        replicas = [leader] if leader is not None else []
+        partitions.append(PartitionMeta(
+            error_code=0 if leader is not None else int(ErrorCode.LEADER_NOT_AVAILABLE),
+            partition_index=index, leader_id=leader if leader is not None else -1,
+            leader_epoch=-1, replica_nodes=replicas, isr_nodes=replicas, offline_replicas=[]))
+    return TopicMeta(error_code=0, name=name, topic_id=topic.topic_id, is_internal=False,
+                     partitions=partitions, authorized_operations=None)
+
+
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    version = ctx.api_version
+    core = ctx.core
+    if req.topics is None or (version == 0 and not req.topics):
+        names = sorted(core.topics.topics)
+    else:
+        names = [t.name for t in req.topics]
+    auto_create = core.config.auto_create_topics and (version < 4 or req.allow_auto_topic_creation)
+    topics = []
+    for name in names:
+        if name in core.topics.topics:
+            topics.append(_topic(ctx, name))
+        elif name is None or validate_topic_name(name):
+            topics.append(_topic(ctx, name or "", ErrorCode.INVALID_TOPIC_EXCEPTION))
+        elif auto_create:
+            core.topics.create(name, core.config.default_partitions)
+            # like Kafka, the first answer after auto-creation asks the client to retry
+            topics.append(_topic(ctx, name, ErrorCode.LEADER_NOT_AVAILABLE))
+            topics[-1].partitions = []
+            topics[-1].error_code = int(ErrorCode.LEADER_NOT_AVAILABLE)
+        else:
+            topics.append(_topic(ctx, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    brokers = [Broker(node_id=n.node_id, host=n.host, port=n.port, rack=None) for n in core.live_nodes()]
+    return MetadataResponse(
+        version=version, throttle_time_ms=0, brokers=brokers, cluster_id=core.cluster_id,
+        controller_id=core.controller_id(), topics=topics,
+        authorized_operations=None, error_code=0,
+    )
+
+
+def error_response(req: Any, error: ErrorCode) -> Any:
+    topics = [TopicMeta(error_code=int(error), name=t.name, is_internal=False, partitions=[],
+                        authorized_operations=None) for t in (req.topics or [])]
+    return MetadataResponse(version=req.version, throttle_time_ms=0, brokers=[], cluster_id=None,
+                            controller_id=-1, topics=topics, authorized_operations=None,
+                            error_code=int(error))
+
+
+HANDLER = Handler(handle, error_response)

@@ -1,0 +1,47 @@
+"""OffsetCommit (8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.consumer.group import OffsetCommitResponse
+
+from ...protocol.errors import ErrorCode
+from ..group.offsets import OffsetToCommit, commit_offsets
+from .context import Handler, RequestContext
+
+Topic = OffsetCommitResponse.OffsetCommitResponseTopic
+Partition = Topic.OffsetCommitResponsePartition
+
+
+def _response(req: Any, codes: dict[tuple[str, int], ErrorCode]) -> Any:
+    topics: dict[str, list[Any]] = {}
+    for (topic, partition), code in codes.items():
+        topics.setdefault(topic, []).append(Partition(partition_index=partition, error_code=int(code)))
+    return OffsetCommitResponse(
+        version=req.version, throttle_time_ms=0,
+        topics=[Topic(name=name, partitions=parts) for name, parts in topics.items()],
+    )
+
+
+def _offsets(req: Any) -> list[OffsetToCommit]:
+    return [
+        OffsetToCommit(t.name, p.partition_index, p.committed_offset,
+                       p.committed_leader_epoch if req.version >= 6 else -1, p.committed_metadata)
+        for t in req.topics for p in t.partitions
+    ]
+
+
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    instance_id = req.group_instance_id if ctx.api_version >= 7 else None
+    codes = commit_offsets(ctx.node.coordinator, req.group_id, req.generation_id_or_member_epoch,
+                           req.member_id, instance_id, _offsets(req), ctx.wall_ms, ctx.now)
+    ctx.node.kick_timers()
+    return _response(req, codes)
+
+
+def error_response(req: Any, error: ErrorCode) -> Any:
+    return _response(req, {(o.topic, o.partition): error for o in _offsets(req)})
+
+
+HANDLER = Handler(handle, error_response)

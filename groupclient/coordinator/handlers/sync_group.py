@@ -1,0 +1,50 @@
+"""SyncGroup (14): followers wait here for the leader's assignment."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kafka.protocol.consumer.group import SyncGroupResponse
+
+from ...protocol.errors import ErrorCode
+from ..group.coordinator import SyncRequest
+from ..group.metadata import SyncResult
+from .context import Handler, RequestContext
+
+
+def _response(version: int, result: SyncResult) -> Any:
+    return SyncGroupResponse(
+        version=version, throttle_time_ms=0, error_code=int(result.error),
+        protocol_type=result.protocol_type, protocol_name=result.protocol_name,
+        assignment=result.assignment,
+    )
+
+
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    version = ctx.api_version
+    sync = SyncRequest(
+        group_id=req.group_id,
+        member_id=req.member_id,
+        group_instance_id=req.group_instance_id if version >= 3 else None,
+        generation_id=req.generation_id,
+        protocol_type=req.protocol_type if version >= 5 else None,
+        protocol_name=req.protocol_name if version >= 5 else None,
+        assignments={a.member_id: bytes(a.assignment) for a in (req.assignments or [])},
+    )
+    answer: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
+
+    def deliver(result: SyncResult) -> None:
+        if not answer.done():
+            answer.set_result(result)
+
+    ctx.node.coordinator.sync_group(sync, ctx.now, deliver)
+    ctx.node.kick_timers()
+    return _response(version, await answer)
+
+
+def error_response(req: Any, error: ErrorCode) -> Any:
+    return _response(req.version, SyncResult(error))
+
+
+HANDLER = Handler(handle, error_response)

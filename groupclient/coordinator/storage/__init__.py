@@ -1,0 +1,1 @@
+"""Durable state: checksummed append-only journals, the group/offset store and topic logs."""

@@ -1,0 +1,289 @@
+"""Topic partitions as lists of record batches (magic v2), stored as produced.
+
+The broker assigns offsets by rewriting each batch's base offset; everything else in the batch
+(and so its CRC) stays as the producer wrote it.  There is no replication: the high watermark
+is the log end offset.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+import re
+import struct
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafka.record.util import calc_crc32c
+
+from ...protocol.errors import ErrorCode
+from .journal import Journal
+
+log = logging.getLogger("groupclient.coordinator.storage")
+
+# baseOffset:i64 batchLength:i32 partitionLeaderEpoch:i32 magic:i8 crc:u32 attributes:i16
+# lastOffsetDelta:i32 baseTimestamp:i64 maxTimestamp:i64 producerId:i64 producerEpoch:i16
+# baseSequence:i32 recordCount:i32
+_BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
+_LENGTH_PREFIX = 12  # baseOffset + batchLength
+_CRC_START = 21
+_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+class InvalidRecords(Exception):
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+def validate_topic_name(name: str | None) -> str | None:
+    """Kafka's Topic.validate; returns a reason, or None if the name is legal."""
+    if not name:
+        return "topic name is empty"
+    if name in (".", ".."):
+        return "topic name cannot be '.' or '..'"
+    if len(name) > 249:
+        return "topic name is longer than 249 characters"
+    if not _TOPIC_NAME.match(name):
+        return "topic name may only contain ASCII letters, digits, '.', '_' and '-'"
+    return None
+
+
+@dataclass
+class ProducerState:
+    """Sequence tracking of one idempotent producer on one partition (last five batches)."""
+
+    epoch: int
+    last_sequence: int
+    recent: list[tuple[int, int, int]] = field(default_factory=list)  # (first seq, last seq, base offset)
+
+
+class ProducerIds:
+    """Hands out producer ids; starts from the wall clock so restarts do not reuse them."""
+
+    def __init__(self) -> None:
+        self._next = (time.time_ns() // 1_000_000) << 8
+        self._epochs: dict[int, int] = {}
+
+    def allocate(self, producer_id: int, epoch: int) -> tuple[int, int]:
+        if producer_id >= 0 and self._epochs.get(producer_id) == epoch:
+            # KIP-360: a known producer bumps its epoch instead of getting a new id
+            self._epochs[producer_id] = epoch + 1
+            return producer_id, epoch + 1
+        self._next += 1
+        self._epochs[self._next] = 0
+        return self._next, 0
+
+
+@dataclass(frozen=True)
+class StoredBatch:
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    data: bytes
+
+
+def split_batches(records: bytes, max_batch_bytes: int) -> list[tuple[bytearray, int, int]]:
+    """Parse and check the batches of a produce request: (batch, lastOffsetDelta, maxTimestamp)."""
+    view = memoryview(records)
+    pos = 0
+    batches = []
+    while pos < len(view):
+        if len(view) - pos < _BATCH_HEADER.size:
+            raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "truncated record batch header")
+        (_, length, _, magic, crc, _, last_delta, _, max_ts, _, _, _, count) = _BATCH_HEADER.unpack_from(view, pos)
+        size = _LENGTH_PREFIX + length
+        if magic != 2:
+            raise InvalidRecords(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, f"record batch magic {magic}, need 2")
+        if length < _BATCH_HEADER.size - _LENGTH_PREFIX or pos + size > len(view):
+            raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "record batch length runs past the data")
+        if size > max_batch_bytes:
+            raise InvalidRecords(ErrorCode.MESSAGE_TOO_LARGE, f"record batch of {size} bytes")
+        if last_delta < 0 or count < 0:
+            raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "negative record count")
+        if calc_crc32c(view[pos + _CRC_START : pos + size]) != crc:
+            raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "record batch CRC mismatch")
+        batches.append((bytearray(view[pos : pos + size]), last_delta, max_ts))
+        pos += size
+    if not batches:
+        raise InvalidRecords(ErrorCode.INVALID_RECORD, "no record batch in the request")
+    return batches
+
+
+class PartitionLog:
+    def __init__(self, journal: Journal | None = None) -> None:
+        self.batches: list[StoredBatch] = []
+        self._last_offsets: list[int] = []
+        self.log_start_offset = 0
+        self.log_end_offset = 0
+        self.producers: dict[int, ProducerState] = {}
+        self._journal = journal
+        if journal is not None:
+            for entry in journal.replay():
+                self._add(bytes(entry))
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log_end_offset
+
+    def append(self, records: bytes, max_batch_bytes: int) -> int:
+        """Append every batch or none; return the base offset of the first."""
+        parsed = split_batches(records, max_batch_bytes)
+        duplicates = [self._check_sequence(batch) for batch, _, _ in parsed]
+        first = next((d for d in duplicates if d is not None), self.log_end_offset)
+        offset = self.log_end_offset
+        for (batch, last_delta, _), duplicate in zip(parsed, duplicates):
+            if duplicate is not None:
+                continue  # an idempotent producer's retry of a batch we already have
+            struct.pack_into(">q", batch, 0, offset)
+            offset += last_delta + 1
+            data = bytes(batch)
+            if self._journal is not None:
+                self._journal.append(data)
+            self._add(data)
+        return first
+
+    def _check_sequence(self, batch: bytearray) -> int | None:
+        """Base offset of an identical earlier batch, None for a new one; raise if out of order."""
+        (_, _, _, _, _, _, last_delta, _, _, pid, epoch, first_seq, _) = _BATCH_HEADER.unpack_from(batch, 0)
+        if pid < 0 or first_seq < 0:
+            return None
+        state = self.producers.get(pid)
+        if state is None or epoch > state.epoch:
+            return None
+        if epoch < state.epoch:
+            raise InvalidRecords(ErrorCode.INVALID_PRODUCER_EPOCH, f"producer {pid} epoch {epoch} is fenced")
+        for seq_first, seq_last, base in state.recent:
+            if seq_first == first_seq and seq_last == first_seq + last_delta:
+                return base
+        if first_seq != state.last_sequence + 1:
+            raise InvalidRecords(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                 f"producer {pid}: sequence {first_seq}, expected {state.last_sequence + 1}")
+        return None
+
+    def _add(self, data: bytes) -> None:
+        (base, _, _, _, _, _, last_delta, _, max_ts, pid, epoch, first_seq, _) = _BATCH_HEADER.unpack_from(data, 0)
+        stored = StoredBatch(base, base + last_delta, max_ts, data)
+        if pid >= 0 and first_seq >= 0:
+            state = self.producers.get(pid)
+            if state is None or state.epoch != epoch:
+                state = self.producers[pid] = ProducerState(epoch, -1)
+            state.last_sequence = first_seq + last_delta
+            state.recent = [*state.recent[-4:], (first_seq, first_seq + last_delta, base)]
+        self.batches.append(stored)
+        self._last_offsets.append(stored.last_offset)
+        self.log_end_offset = stored.last_offset + 1
+
+    def read(self, fetch_offset: int, max_bytes: int, at_least_one: bool = True) -> bytes:
+        """Whole batches from the one holding ``fetch_offset``, up to ``max_bytes``.
+
+        With ``at_least_one`` the first batch is returned even if it is larger (KIP-74), so a
+        consumer can never be stuck behind a batch bigger than its fetch size.
+        """
+        index = bisect.bisect_left(self._last_offsets, fetch_offset)
+        chunks: list[bytes] = []
+        total = 0
+        for stored in self.batches[index:]:
+            if total + len(stored.data) > max_bytes and (chunks or not at_least_one):
+                break
+            chunks.append(stored.data)
+            total += len(stored.data)
+        return b"".join(chunks)
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """First offset whose record timestamp is >= ``timestamp`` (batch granularity first)."""
+        from kafka.record.default_records import DefaultRecordBatch
+
+        for stored in self.batches:
+            if stored.max_timestamp < timestamp:
+                continue
+            for record in DefaultRecordBatch(stored.data):
+                if record.timestamp >= timestamp:
+                    return record.offset, record.timestamp
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        from kafka.record.default_records import DefaultRecordBatch
+
+        best: tuple[int, int] | None = None
+        for stored in self.batches:
+            if best is not None and stored.max_timestamp < best[1]:
+                continue
+            for record in DefaultRecordBatch(stored.data):
+                if best is None or record.timestamp > best[1]:
+                    best = (record.offset, record.timestamp)
+        return best
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[PartitionLog] = field(default_factory=list)
+
+
+class TopicStore:
+    def __init__(self, data_dir: Path | None = None, fsync: bool = False) -> None:
+        self.topics: dict[str, Topic] = {}
+        self._dir = data_dir
+        self._fsync = fsync
+        self._journals: list[Journal] = []
+        self.producers = ProducerIds()
+        self._catalog = self._open(Path("topics.journal")) if data_dir else None
+        self.on_append: Callable[[str, int], None] | None = None
+        if self._catalog is not None:
+            for entry in self._catalog.replay():
+                record = json.loads(entry)
+                self._materialize(record["name"], record["partitions"], uuid.UUID(record["topic_id"]))
+
+    def _open(self, relative: Path) -> Journal:
+        assert self._dir is not None
+        journal = Journal(self._dir / relative, self._fsync)
+        self._journals.append(journal)
+        return journal
+
+    def _materialize(self, name: str, partitions: int, topic_id: uuid.UUID) -> Topic:
+        topic = Topic(name, topic_id)
+        for index in range(partitions):
+            journal = self._open(Path("logs") / f"{name}-{index}.journal") if self._dir else None
+            topic.partitions.append(PartitionLog(journal))
+        self.topics[name] = topic
+        return topic
+
+    def create(self, name: str, partitions: int) -> Topic:
+        reason = validate_topic_name(name)
+        if reason:
+            raise ValueError(reason)
+        if partitions < 1:
+            raise ValueError("a topic needs at least one partition")
+        if name in self.topics:
+            raise KeyError(f"topic {name!r} already exists")
+        topic_id = uuid.uuid4()
+        if self._catalog is not None:
+            record = {"name": name, "partitions": partitions, "topic_id": str(topic_id)}
+            self._catalog.append(json.dumps(record).encode())
+        log.info("created topic %s with %d partitions", name, partitions)
+        return self._materialize(name, partitions, topic_id)
+
+    def partition(self, name: str, index: int) -> PartitionLog | None:
+        topic = self.topics.get(name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return None
+        return topic.partitions[index]
+
+    def append(self, name: str, index: int, records: bytes, max_batch_bytes: int) -> int:
+        log_ = self.partition(name, index)
+        if log_ is None:
+            raise InvalidRecords(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{name}-{index}")
+        base = log_.append(records, max_batch_bytes)
+        if self.on_append is not None:
+            self.on_append(name, index)
+        return base
+
+    def close(self) -> None:
+        for journal in self._journals:
+            journal.close()

@@ -1,0 +1,1 @@
+"""Protocol glue: Kafka wire framing, API tables and error codes shared by client and server."""

@@ -1,0 +1,152 @@
+"""Journals, the group store and topic logs: persistence, torn tails, offsets, idempotence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from groupclient.coordinator.placement import elect_leader, java_string_hashcode, offsets_partition_for
+from groupclient.coordinator.storage.group_store import CommittedOffset, GroupSnapshot, GroupStore, MemberSnapshot
+from groupclient.coordinator.storage.journal import Journal
+from groupclient.coordinator.storage.topic_log import InvalidRecords, PartitionLog, TopicStore
+
+
+def batch(values: list[bytes], producer: int = -1, epoch: int = -1, seq: int = -1, ts: int = 1000) -> bytes:
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=producer,
+                                  producer_epoch=epoch, base_sequence=seq, batch_size=2**20)
+    for i, v in enumerate(values):
+        b.append(i, ts + i, None, v, [])
+    return bytes(b.build())
+
+
+def test_java_hashcode_and_placement_match_kafka() -> None:
+    assert java_string_hashcode("") == 0
+    assert java_string_hashcode("hello") == 99162322
+    assert java_string_hashcode("polygenelubricants") == -2147483648  # Integer.MIN_VALUE
+    assert offsets_partition_for("polygenelubricants", 50) == 0  # Utils.abs(MIN_VALUE) == 0
+    assert java_string_hashcode("é") == 233
+    assert offsets_partition_for("my-group", 50) == abs(java_string_hashcode("my-group")) % 50
+    assert elect_leader(4, [0, 1, 2], {0, 1, 2}) == 1
+    assert elect_leader(4, [0, 1, 2], {0, 2}) == 2
+    assert elect_leader(4, [0, 1, 2], set()) is None
+
+
+def test_journal_ignores_a_torn_tail_and_keeps_appending(tmp_path: Path) -> None:
+    path = tmp_path / "j"
+    j = Journal(path)
+    j.append(b"one")
+    j.append(b"two")
+    j.close()
+    with path.open("ab") as f:
+        f.write(b"\x00\x00\x00\x09\x12")  # a crash in the middle of a header
+    j = Journal(path)
+    assert list(j.replay()) == [b"one", b"two"]
+    j.append(b"three")
+    j.close()
+    assert list(Journal(path).replay()) == [b"one", b"two", b"three"]
+
+
+def test_journal_stops_at_a_corrupt_entry(tmp_path: Path) -> None:
+    path = tmp_path / "j"
+    j = Journal(path)
+    for word in (b"alpha", b"beta", b"gamma"):
+        j.append(word)
+    j.close()
+    data = bytearray(path.read_bytes())
+    data[8 + 5 + 8] ^= 0xFF  # flip a byte of the second payload
+    path.write_bytes(bytes(data))
+    assert list(Journal(path).replay()) == [b"alpha"]
+
+
+def test_group_store_survives_reopen(tmp_path: Path) -> None:
+    store = GroupStore(tmp_path)
+    member = MemberSnapshot("m-1", "inst", "client", "127.0.0.1", 30000, 10000, b"\x00sub", b"\x01asg")
+    store.put_group(GroupSnapshot("g", 3, "consumer", "range", "m-1", (member,)))
+    store.put_offsets("g", {("t", 0): CommittedOffset(10, -1, "meta", 5), ("t", 1): CommittedOffset(3, 2, None, 6)})
+    store.put_offsets("g", {("t", 0): CommittedOffset(11, -1, "", 7)})
+    store.put_offsets("gone", {("t", 0): CommittedOffset(1, -1, None, 1)})
+    store.delete_group("gone")
+    store.close()
+    again = GroupStore(tmp_path)
+    assert again.groups["g"].members == (member,)
+    assert again.offsets["g"][("t", 0)].offset == 11
+    assert again.offsets["g"][("t", 1)] == CommittedOffset(3, 2, None, 6)
+    assert "gone" not in again.offsets
+
+
+def test_partition_log_assigns_offsets_and_reads_whole_batches() -> None:
+    log = PartitionLog()
+    assert log.append(batch([b"a", b"b", b"c"]), 2**20) == 0
+    assert log.append(batch([b"d"]), 2**20) == 3
+    assert log.high_watermark == 4
+    first = batch([b"a", b"b", b"c"])
+    assert log.read(1, 10) .startswith(b"\x00" * 8)  # from the batch holding offset 1, even past max_bytes
+    assert len(log.read(0, 10)) == len(first)
+    assert len(log.read(0, 10, at_least_one=False)) == 0
+    assert log.read(3, 2**20)[:8] == (3).to_bytes(8, "big")
+    assert log.read(4, 2**20) == b""
+    assert log.offset_for_timestamp(1001) == (1, 1001)
+    assert log.offset_for_timestamp(99999) is None
+
+
+def test_partition_log_rejects_bad_batches() -> None:
+    log = PartitionLog()
+    good = bytearray(batch([b"x"]))
+    good[-1] ^= 0x01
+    with pytest.raises(InvalidRecords) as err:
+        log.append(bytes(good), 2**20)
+    assert err.value.error.name == "CORRUPT_MESSAGE"
+    with pytest.raises(InvalidRecords):
+        log.append(batch([b"x"])[:30], 2**20)
+    with pytest.raises(InvalidRecords) as err:
+        log.append(batch([b"x" * 100]), 50)
+    assert err.value.error.name == "MESSAGE_TOO_LARGE"
+    assert log.high_watermark == 0
+
+
+def test_idempotent_producer_retries_are_deduplicated() -> None:
+    log = PartitionLog()
+    assert log.append(batch([b"a", b"b"], producer=7, epoch=0, seq=0), 2**20) == 0
+    assert log.append(batch([b"a", b"b"], producer=7, epoch=0, seq=0), 2**20) == 0  # retry
+    assert log.high_watermark == 2
+    with pytest.raises(InvalidRecords) as err:
+        log.append(batch([b"z"], producer=7, epoch=0, seq=5), 2**20)
+    assert err.value.error.name == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    assert log.append(batch([b"c"], producer=7, epoch=0, seq=2), 2**20) == 2
+
+
+def test_topic_store_persists_topics_and_records(tmp_path: Path) -> None:
+    store = TopicStore(tmp_path)
+    store.create("orders", 2)
+    store.append("orders", 1, batch([b"a", b"b"]), 2**20)
+    topic_id = store.topics["orders"].topic_id
+    store.close()
+    again = TopicStore(tmp_path)
+    assert again.topics["orders"].topic_id == topic_id
+    assert again.partition("orders", 1).high_watermark == 2  # type: ignore[union-attr]
+    assert again.partition("orders", 0).high_watermark == 0  # type: ignore[union-attr]
+    with pytest.raises(ValueError):
+        again.create("bad name!", 1)
+    with pytest.raises(KeyError):
+        again.create("orders", 1)
+
+
+def test_timer_queue_orders_replaces_and_cancels() -> None:
+    from groupclient.coordinator.group.timers import TimerQueue
+
+    q = TimerQueue()
+    fired: list[str] = []
+    q.schedule("a", 10, lambda t: fired.append("a"))
+    q.schedule("b", 5, lambda t: fired.append("b"))
+    q.schedule("a", 20, lambda t: fired.append("a2"))  # replaces a
+    q.schedule("c", 7, lambda t: fired.append("c"))
+    q.cancel("c")
+    assert q.next_deadline() == 5
+    assert q.run_due(15) == 1 and fired == ["b"]
+    assert q.run_due(20) == 1 and fired == ["b", "a2"]
+    assert q.next_deadline() is None
+    for i in range(1000):
+        q.schedule("hb", i, lambda t: None)
+    assert len(q) == 1 and len(q._heap) < 300  # stale entries are compacted
