@@ -1,0 +1,176 @@
+"""Peer client processes (kafka-python, confluent-kafka) and checks on what they report."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+
+PEERS_DIR = Path(__file__).resolve().parent.parent / "peers"
+SCRIPTS = {"kafka-python": "kp_consumer.py", "confluent": "ck_consumer.py"}
+
+
+class Peer:
+    """One consumer process; a reader thread folds its JSON lines into state."""
+
+    def __init__(self, kind: str, bootstrap: str, group: str, topic: str, strategy: str = "range",
+                 instance_id: str | None = None, client_id: str | None = None, session_ms: int = 6000) -> None:
+        self.kind = kind
+        self.name = client_id or f"{kind}-{os.urandom(2).hex()}"
+        cmd = [sys.executable, str(PEERS_DIR / SCRIPTS[kind]), "--bootstrap", bootstrap, "--group", group,
+               "--topic", topic, "--strategy", strategy, "--client-id", self.name,
+               "--session-ms", str(session_ms)]
+        if instance_id:
+            cmd += ["--instance-id", instance_id]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assignment: set[int] = set()
+        self.consumed: set[tuple[int, int]] = set()
+        self.values: list[str] = []
+        self.events: list[dict[str, Any]] = []
+        self.errors: list[dict[str, Any]] = []
+        self.stderr_tail: list[str] = []
+        self._changed = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self._changed:
+                self.events.append(event)
+                kind = event["event"]
+                if kind == "assigned":
+                    self.assignment = set(event["partitions"])
+                elif kind == "revoked" and self.kind == "kafka-python":
+                    self.assignment -= set(event["partitions"])
+                elif kind == "records":
+                    for partition, offset, value in event["items"]:
+                        self.consumed.add((partition, offset))
+                        self.values.append(value)
+                elif kind == "error":
+                    self.errors.append(event)
+                self._changed.notify_all()
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr_tail = [*self.stderr_tail[-40:], line.rstrip()]
+
+    def wait_for(self, predicate: Callable[[Peer], bool], timeout_s: float = 30.0) -> bool:
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while not predicate(self):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(min(left, 0.2))
+        return True
+
+    def has_event(self, name: str) -> bool:
+        return any(e["event"] == name for e in self.events)
+
+    def terminate(self, timeout_s: float = 20.0) -> int:
+        """Graceful stop (the client closes and leaves the group)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(5)
+
+    def kill(self) -> None:
+        """SIGKILL: no LeaveGroup; the coordinator must notice by session expiry."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(5)
+
+    def describe(self) -> str:
+        return (f"{self.name}: assignment={sorted(self.assignment)} consumed={len(self.consumed)} "
+                f"errors={self.errors} exit={self.proc.poll()} stderr={self.stderr_tail[-5:]}")
+
+
+class PeerSet:
+    """Starts peers and stops whatever is left at the end of a test."""
+
+    def __init__(self) -> None:
+        self.peers: list[Peer] = []
+
+    def start(self, *args: Any, **kwargs: Any) -> Peer:
+        peer = Peer(*args, **kwargs)
+        self.peers.append(peer)
+        return peer
+
+    def stop_all(self) -> None:
+        for peer in self.peers:
+            if peer.proc.poll() is None:
+                peer.proc.send_signal(signal.SIGTERM)
+        for peer in self.peers:
+            try:
+                peer.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                peer.proc.kill()
+                peer.proc.wait(5)
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float = 30.0, interval_s: float = 0.1) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval_s)
+    return predicate()
+
+
+def decode_assignment(data: bytes) -> dict[str, list[int]]:
+    if not data:
+        return {}
+    decoded = ConsumerProtocolAssignment.decode(data)
+    return {t.topic: sorted(t.partitions) for t in decoded.assigned_partitions}
+
+
+def coordinator_assignments(cluster: Any, group: str, topic: str) -> dict[str, set[int]] | None:
+    """Member id -> partitions, as the coordinator holds them, if the group is Stable."""
+    described = cluster.describe_group(group)
+    if described is None or described["state"] != "Stable":
+        return None
+    return {mid: set(decode_assignment(m["assignment"]).get(topic, []))
+            for mid, m in described["members"].items()}
+
+
+def exclusive_cover(assignments: Iterable[set[int]], partitions: int) -> bool:
+    sets = list(assignments)
+    return sum(len(s) for s in sets) == partitions and set().union(*sets) == set(range(partitions))
+
+
+def wait_stable_cover(cluster: Any, group: str, topic: str, partitions: int, peers: list[Peer],
+                      timeout_s: float = 45.0) -> bool:
+    """A stable point: the coordinator's assignment and every live peer's own view are each an
+    exact, non-overlapping cover of the topic's partitions, with one owner set per member."""
+    def stable() -> bool:
+        held = coordinator_assignments(cluster, group, topic)
+        if held is None or len(held) != len(peers) or not exclusive_cover(held.values(), partitions):
+            return False
+        return exclusive_cover((p.assignment for p in peers), partitions)
+    return wait_until(stable, timeout_s)
+
+
+def all_consumed(peers: Iterable[Peer], expected: set[tuple[int, int]]) -> bool:
+    seen: set[tuple[int, int]] = set()
+    for p in peers:
+        seen |= p.consumed
+    return expected <= seen

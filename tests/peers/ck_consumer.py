@@ -1,0 +1,86 @@
+"""A confluent-kafka (librdkafka) Consumer group member reporting JSON lines like kp_consumer."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from common import install_stop_handlers, report, stop  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, KafkaException  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--strategy", default="range")
+    parser.add_argument("--instance-id", default=None)
+    parser.add_argument("--client-id", default="ck-peer")
+    parser.add_argument("--session-ms", type=int, default=6000)
+    args = parser.parse_args()
+    install_stop_handlers()
+    conf = {
+        "bootstrap.servers": args.bootstrap, "group.id": args.group, "client.id": args.client_id,
+        "auto.offset.reset": "earliest", "enable.auto.commit": False,
+        "session.timeout.ms": args.session_ms, "heartbeat.interval.ms": max(args.session_ms // 6, 100),
+        "partition.assignment.strategy": args.strategy, "topic.metadata.refresh.interval.ms": 2000,
+        "broker.address.family": "v4",
+    }
+    if args.instance_id:
+        conf["group.instance.id"] = args.instance_id
+    consumer = Consumer(conf)
+    cooperative = args.strategy == "cooperative-sticky"
+    owned: set[int] = set()
+
+    def on_assign(c, partitions):  # type: ignore[no-untyped-def]
+        if cooperative:
+            owned.update(p.partition for p in partitions)
+        else:
+            owned.clear()
+            owned.update(p.partition for p in partitions)
+        report("assigned", partitions=sorted(owned))
+
+    def on_revoke(c, partitions):  # type: ignore[no-untyped-def]
+        owned.difference_update(p.partition for p in partitions)
+        report("revoked", partitions=sorted(p.partition for p in partitions))
+        if not cooperative:
+            report("assigned", partitions=sorted(owned))
+
+    consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+    report("ready", pid=os.getpid())
+    try:
+        while not stop.is_set():
+            msgs = consumer.consume(num_messages=500, timeout=0.2)
+            items = []
+            for m in msgs:
+                if m.error():
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    if m.error().fatal():
+                        raise KafkaException(m.error())
+                    report("warning", message=str(m.error()))
+                    continue
+                items.append([m.partition(), m.offset(), (m.value() or b"").decode()])
+            if items:
+                report("records", items=items)
+                try:
+                    consumer.commit(asynchronous=False)
+                    report("committed")
+                except KafkaException as exc:
+                    if exc.args[0].fatal():
+                        raise
+                    report("warning", message=f"commit failed: {exc}")
+    except KafkaException as exc:
+        report("error", type="KafkaException", message=str(exc))
+        return 2
+    consumer.close()
+    report("closed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
