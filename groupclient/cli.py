@@ -17,11 +17,12 @@ def _topic(spec: str) -> tuple[str, int]:
 
 
 def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     parser = argparse.ArgumentParser(prog="groupclient")
-    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    coord = commands.add_parser("coordinator", help="run the Kafka-wire group coordinator")
+    coord = commands.add_parser("coordinator", parents=[common], help="run the Kafka-wire group coordinator")
     coord.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     coord.add_argument("--port", type=int, default=9092,
                        help="port of node 0; node i listens on port+i (0 = ephemeral ports)")
@@ -35,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     coord.add_argument("--topic", action="append", type=_topic, default=[], metavar="NAME[:PARTITIONS]",
                        help="create this topic at start if missing (repeatable)")
 
-    demo = commands.add_parser("demo", help="run a consumer group on an embedded coordinator")
+    demo = commands.add_parser("demo", parents=[common], help="run a consumer group on an embedded coordinator")
     demo.add_argument("--members", type=int, default=3)
     demo.add_argument("--partitions", type=int, default=6)
     demo.add_argument("--records", type=int, default=600)

@@ -153,6 +153,8 @@ def test_stopping_the_coordinator_node_moves_the_group(peers: PeerSet) -> None:
         expected |= set(cluster.produce(topic, [b"back"] * 60))
         assert wait_until(lambda: all_consumed(members, expected), 60), [m.describe() for m in members]
         assert not any(m.errors for m in members)
+        peers.stop_all()  # while the cluster still runs, so members leave cleanly
+        assert all(m.has_event("closed") for m in members), [m.describe() for m in members]
 
 
 def test_third_party_producers(cluster: EmbeddedCluster) -> None:
