@@ -57,6 +57,19 @@ def test_second_process_with_same_instance_id_fences_the_first(cluster: Embedded
     assert len(members) == 1
 
 
+def consume_and_commit(bootstrap: str, topic: str, group: str, count: int) -> None:
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
+                             auto_offset_reset="earliest", enable_auto_commit=False)
+    got = 0
+    for _ in range(100):
+        got += sum(len(r) for r in consumer.poll(200).values())
+        if got >= count:
+            break
+    consumer.commit()
+    consumer.close()
+    assert got == count
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -68,15 +81,7 @@ def test_restart_with_data_dir_keeps_offsets_topics_and_records(tmp_path: Path) 
     with EmbeddedCluster(data_dir=tmp_path, ports=[port], group_initial_rebalance_delay_ms=0) as c1:
         c1.create_topic("persisted", 3)
         c1.produce("persisted", [f"v{i}".encode() for i in range(50)])
-        consumer = KafkaConsumer("persisted", bootstrap_servers=c1.bootstrap_servers, group_id="keep",
-                                 auto_offset_reset="earliest", enable_auto_commit=False)
-        got = 0
-        for _ in range(100):
-            got += sum(len(r) for r in consumer.poll(200).values())
-            if got >= 50:
-                break
-        consumer.commit()
-        consumer.close()
+        consume_and_commit(c1.bootstrap_servers, "persisted", "keep", 50)
         committed = c1.committed_offsets("keep")
         assert sum(committed.values()) == 50
     with EmbeddedCluster(data_dir=tmp_path, ports=[port], group_initial_rebalance_delay_ms=0) as c2:
@@ -103,14 +108,8 @@ def test_crash_of_the_coordinator_process_loses_no_commit(tmp_path: Path) -> Non
             producer.send("crash", f"c{i}".encode(), partition=i % 2)
         producer.flush()
         producer.close()
-        consumer = KafkaConsumer("crash", bootstrap_servers=bootstrap, group_id="crashy",
-                                 auto_offset_reset="earliest", enable_auto_commit=False)
-        got = 0
-        for _ in range(100):
-            got += sum(len(r) for r in consumer.poll(200).values())
-            if got >= 40:
-                break
-        consumer.commit()
+        consume_and_commit(bootstrap, "crash", "crashy", 40)
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id="crashy")
         committed = {p: consumer.committed(TopicPartition("crash", p)) for p in (0, 1)}
         consumer.close()
         assert committed == {0: 20, 1: 20}

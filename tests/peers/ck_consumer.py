@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from common import install_stop_handlers, report, stop  # noqa: E402
+from common import install_stop_handlers, peer_arguments, report, stop  # noqa: E402
 from confluent_kafka import Consumer, KafkaError, KafkaException  # noqa: E402
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--bootstrap", required=True)
-    parser.add_argument("--group", required=True)
-    parser.add_argument("--topic", required=True)
-    parser.add_argument("--strategy", default="range")
-    parser.add_argument("--instance-id", default=None)
-    parser.add_argument("--client-id", default="ck-peer")
-    parser.add_argument("--session-ms", type=int, default=6000)
-    args = parser.parse_args()
+    args = peer_arguments("ck-peer")
     install_stop_handlers()
     conf = {
         "bootstrap.servers": args.bootstrap, "group.id": args.group, "client.id": args.client_id,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import signal
 import sys
@@ -19,3 +20,15 @@ def report(event: str, **fields: Any) -> None:
 def install_stop_handlers() -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+
+
+def peer_arguments(default_client_id: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--strategy", default="range")
+    parser.add_argument("--instance-id", default=None)
+    parser.add_argument("--client-id", default=default_client_id)
+    parser.add_argument("--session-ms", type=int, default=6000)
+    return parser.parse_args()

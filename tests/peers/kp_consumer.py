@@ -6,14 +6,13 @@ committed, error {type, message}, closed.  SIGTERM closes it gracefully (LeaveGr
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from common import install_stop_handlers, report, stop  # noqa: E402
+from common import install_stop_handlers, peer_arguments, report, stop  # noqa: E402
 from kafka import KafkaConsumer  # noqa: E402
 from kafka.consumer.subscription_state import ConsumerRebalanceListener  # noqa: E402
 from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor  # noqa: E402
@@ -30,15 +29,7 @@ ASSIGNORS = {
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--bootstrap", required=True)
-    parser.add_argument("--group", required=True)
-    parser.add_argument("--topic", required=True)
-    parser.add_argument("--strategy", default="range")
-    parser.add_argument("--instance-id", default=None)
-    parser.add_argument("--client-id", default="kp-peer")
-    parser.add_argument("--session-ms", type=int, default=6000)
-    args = parser.parse_args()
+    args = peer_arguments("kp-peer")
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     install_stop_handlers()

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from ..core import ClusterCore
     from ..node import BrokerNode
+    from ..storage.topic_log import PartitionLog
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,31 @@ class RequestContext:
     @property
     def wall_ms(self) -> int:
         return self.core.clock.wall_ms()
+
+    def led_partition(self, topic: str, partition: int) -> tuple[ErrorCode, PartitionLog | None]:
+        """The partition's log if it exists and this node leads it, else the error to answer."""
+        log = self.core.topics.partition(topic, partition)
+        if log is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+        if self.core.partition_leader(partition) != self.node.node_id:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
+        return ErrorCode.NONE, log
+
+    async def answer_from(self, start: Callable[[Callable[[T], None]], None]) -> T:
+        """Call ``start(deliver)`` and wait until the coordinator delivers the answer.
+
+        The answer may come at once or when a rebalance completes; if the connection closed in
+        the meantime the future is cancelled and a late answer is dropped.
+        """
+        answer: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+
+        def deliver(result: T) -> None:
+            if not answer.done():
+                answer.set_result(result)
+
+        start(deliver)
+        self.node.kick_timers()
+        return await answer
 
 
 @dataclass(frozen=True)

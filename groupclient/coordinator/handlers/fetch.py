@@ -26,7 +26,6 @@ def _partition(index: int, error: ErrorCode, hw: int = -1, start: int = -1, reco
 
 def _read(ctx: RequestContext, req: Any) -> tuple[list[Any], int, bool]:
     """Build the answer once: (topics, bytes of records, whether any partition errored)."""
-    core = ctx.core
     budget = req.max_bytes if ctx.api_version >= 3 else 2**31 - 1
     total = 0
     errored = False
@@ -34,12 +33,9 @@ def _read(ctx: RequestContext, req: Any) -> tuple[list[Any], int, bool]:
     for t in req.topics:
         parts = []
         for p in t.partitions:
-            log_ = core.topics.partition(t.topic, p.partition)
+            error, log_ = ctx.led_partition(t.topic, p.partition)
             if log_ is None:
-                parts.append(_partition(p.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-                errored = True
-            elif core.partition_leader(p.partition) != ctx.node.node_id:
-                parts.append(_partition(p.partition, ErrorCode.NOT_LEADER_OR_FOLLOWER))
+                parts.append(_partition(p.partition, error))
                 errored = True
             elif not log_.log_start_offset <= p.fetch_offset <= log_.high_watermark:
                 parts.append(_partition(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE,

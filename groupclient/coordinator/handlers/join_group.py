@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from kafka.protocol.consumer.group import JoinGroupResponse
@@ -46,16 +45,8 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         supports_skip_assignment=version >= 9,
         reason=req.reason if version >= 8 else None,
     )
-    loop = asyncio.get_running_loop()
-    answer: asyncio.Future[JoinResult] = loop.create_future()
-
-    def deliver(result: JoinResult) -> None:
-        if not answer.done():
-            answer.set_result(result)
-
-    ctx.node.coordinator.join_group(join, ctx.now, deliver)
-    ctx.node.kick_timers()
-    return _response(version, await answer)
+    result: JoinResult = await ctx.answer_from(lambda deliver: ctx.node.coordinator.join_group(join, ctx.now, deliver))
+    return _response(version, result)
 
 
 def error_response(req: Any, error: ErrorCode) -> Any:

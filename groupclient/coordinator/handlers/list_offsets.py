@@ -21,17 +21,13 @@ def _partition(index: int, error: ErrorCode, offset: int = -1, timestamp: int = 
 
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
-    core = ctx.core
     topics = []
     for t in req.topics:
         parts = []
         for p in t.partitions:
-            log_ = core.topics.partition(t.name, p.partition_index)
+            error, log_ = ctx.led_partition(t.name, p.partition_index)
             if log_ is None:
-                parts.append(_partition(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-                continue
-            if core.partition_leader(p.partition_index) != ctx.node.node_id:
-                parts.append(_partition(p.partition_index, ErrorCode.NOT_LEADER_OR_FOLLOWER))
+                parts.append(_partition(p.partition_index, error))
                 continue
             if p.timestamp == LATEST:
                 found: tuple[int, int] | None = (log_.high_watermark, -1)

@@ -17,7 +17,7 @@ PartitionMeta = TopicMeta.MetadataResponsePartition
 
 def _topic(ctx: RequestContext, name: str, error: ErrorCode = ErrorCode.NONE) -> Any:
     topic = ctx.core.topics.topics.get(name)
-    if topic is None:
+    if topic is None or error:
         return TopicMeta(error_code=int(error), name=name, is_internal=False, partitions=[],
                          authorized_operations=None)
     partitions = []
@@ -50,8 +50,6 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             core.topics.create(name, core.config.default_partitions)
             # like Kafka, the first answer after auto-creation asks the client to retry
             topics.append(_topic(ctx, name, ErrorCode.LEADER_NOT_AVAILABLE))
-            topics[-1].partitions = []
-            topics[-1].error_code = int(ErrorCode.LEADER_NOT_AVAILABLE)
         else:
             topics.append(_topic(ctx, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
     brokers = [Broker(node_id=n.node_id, host=n.host, port=n.port, rack=None) for n in core.live_nodes()]

@@ -33,11 +33,9 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     for topic in req.topic_data:
         parts = []
         for pd in topic.partition_data:
-            log_ = core.topics.partition(topic.name, pd.index)
-            if log_ is None:
-                parts.append(_partition(pd.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-            elif core.partition_leader(pd.index) != ctx.node.node_id:
-                parts.append(_partition(pd.index, ErrorCode.NOT_LEADER_OR_FOLLOWER))
+            error, _ = ctx.led_partition(topic.name, pd.index)
+            if error:
+                parts.append(_partition(pd.index, error))
             else:
                 try:
                     base = core.topics.append(topic.name, pd.index, bytes(pd.records or b""),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from kafka.protocol.consumer.group import SyncGroupResponse
@@ -32,15 +31,8 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         protocol_name=req.protocol_name if version >= 5 else None,
         assignments={a.member_id: bytes(a.assignment) for a in (req.assignments or [])},
     )
-    answer: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
-
-    def deliver(result: SyncResult) -> None:
-        if not answer.done():
-            answer.set_result(result)
-
-    ctx.node.coordinator.sync_group(sync, ctx.now, deliver)
-    ctx.node.kick_timers()
-    return _response(version, await answer)
+    result: SyncResult = await ctx.answer_from(lambda deliver: ctx.node.coordinator.sync_group(sync, ctx.now, deliver))
+    return _response(version, result)
 
 
 def error_response(req: Any, error: ErrorCode) -> Any:
