@@ -45,3 +45,20 @@ class FakeClock:
             raise ValueError("a clock does not go backwards")
         self._now += ms
         return self._now
+
+
+class Timer:
+    """A deadline on a clock (the Java client's ``Timer``); ``timeout_ms=None`` never expires."""
+
+    FOREVER_MS = 2**62
+
+    def __init__(self, clock: Clock, timeout_ms: float | None) -> None:
+        self.clock = clock
+        now = clock.monotonic_ms()
+        self.deadline = now + (self.FOREVER_MS if timeout_ms is None else max(int(timeout_ms), 0))
+
+    def remaining_ms(self) -> int:
+        return max(0, self.deadline - self.clock.monotonic_ms())
+
+    def expired(self) -> bool:
+        return self.clock.monotonic_ms() >= self.deadline

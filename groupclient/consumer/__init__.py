@@ -1,0 +1,1 @@
+"""The consumer facade and the state it keeps: subscription, positions, fetched records."""

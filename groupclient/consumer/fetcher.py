@@ -1,0 +1,292 @@
+"""Fetching records: Fetch requests to partition leaders, decoding, positions, offset resets.
+
+Fetch answers may be read by the heartbeat thread's poll, so completed fetches sit behind this
+object's own lock until the application thread drains them in ``fetched_records``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kafka.consumer.fetcher import ConsumerRecord
+from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
+from kafka.record import MemoryRecords
+from kafka.structs import TopicPartition
+
+from ..clock import Timer
+from ..errors import ConfigurationError, KafkaTimeoutError, RetriableError
+from ..network.client import NetworkClient
+from ..network.future import RequestFuture
+from ..protocol.error_table import Action, action_for
+from ..protocol.errors import ErrorCode
+from .subscription import SubscriptionState
+
+log = logging.getLogger("groupclient.consumer")
+
+EARLIEST, LATEST = -2, -1
+Deserializer = Callable[[bytes], Any] | None
+
+
+class NoOffsetForPartitionError(ConfigurationError):
+    """auto_offset_reset='none' and a partition has no committed offset."""
+
+
+@dataclass(frozen=True)
+class FetchConfig:
+    fetch_min_bytes: int
+    fetch_max_wait_ms: int
+    fetch_max_bytes: int
+    max_partition_fetch_bytes: int
+    isolation_level: int
+    check_crcs: bool
+    key_deserializer: Deserializer
+    value_deserializer: Deserializer
+
+
+class CompletedFetch:
+    def __init__(self, tp: TopicPartition, fetch_offset: int, data: bytes, config: FetchConfig) -> None:
+        self.tp = tp
+        self.fetch_offset = fetch_offset
+        self._records: Iterator[ConsumerRecord] = self._decode(data, config)
+        self._peeked: ConsumerRecord | None = None
+
+    def _decode(self, data: bytes, config: FetchConfig) -> Iterator[ConsumerRecord]:
+        records = MemoryRecords(data)
+        kd, vd = config.key_deserializer, config.value_deserializer
+        topic, partition = self.tp
+        while (batch := records.next_batch()) is not None:
+            if config.check_crcs and hasattr(batch, "validate_crc") and not batch.validate_crc():
+                raise RetriableError(ErrorCode.CORRUPT_MESSAGE, f"CRC check failed for a batch of {self.tp}")
+            if getattr(batch, "is_control_batch", False):
+                continue
+            epoch = getattr(batch, "leader_epoch", -1)
+            for r in batch:
+                if r.offset < self.fetch_offset:
+                    continue  # a batch starts before the position we asked for
+                key, value = r.key, r.value
+                headers = list(r.headers)
+                yield ConsumerRecord(
+                    topic, partition, epoch, r.offset, r.timestamp, r.timestamp_type,
+                    kd(key) if kd and key is not None else key, vd(value) if vd and value is not None else value,
+                    headers, None, len(key) if key is not None else -1, len(value) if value is not None else -1,
+                    sum(len(k) + len(v or b"") for k, v in headers) if headers else -1)
+
+    def take(self, limit: int) -> list[ConsumerRecord]:
+        out = []
+        if self._peeked is not None:
+            out.append(self._peeked)
+            self._peeked = None
+        for record in self._records:
+            out.append(record)
+            if len(out) >= limit:
+                break
+        return out
+
+    def exhausted(self) -> bool:
+        if self._peeked is not None:
+            return False
+        self._peeked = next(self._records, None)
+        return self._peeked is None
+
+
+class Fetcher:
+    def __init__(self, client: NetworkClient, subscription: SubscriptionState, config: FetchConfig) -> None:
+        self.client = client
+        self.subscription = subscription
+        self.config = config
+        self._lock = threading.Lock()
+        self._completed: deque[CompletedFetch] = deque()
+        self._in_flight_nodes: set[int] = set()
+
+    # -- fetching ------------------------------------------------------------------------
+    def has_buffered(self) -> bool:
+        with self._lock:
+            return bool(self._completed)
+
+    def send_fetches(self) -> int:
+        """Send a Fetch to each leader of fetchable partitions with no fetch in flight."""
+        metadata = self.client.metadata
+        with self._lock:
+            buffered = {c.tp for c in self._completed}
+            busy = set(self._in_flight_nodes)
+        by_node: dict[int, list[tuple[TopicPartition, int]]] = {}
+        for tp, position in self.subscription.fetchable():
+            if tp in buffered:
+                continue
+            leader = metadata.leader_for(tp.topic, tp.partition)
+            if leader is None:
+                metadata.request_update()
+                continue
+            if leader not in busy:
+                by_node.setdefault(leader, []).append((tp, position))
+        sent = 0
+        for node, partitions in by_node.items():
+            if self.client.ready(node):
+                self._send_fetch(node, partitions)
+                sent += 1
+        return sent
+
+    def _send_fetch(self, node: int, partitions: list[tuple[TopicPartition, int]]) -> None:
+        def build(version: int) -> Any:
+            return self._build(version, partitions)
+
+        timeout = self.client.config.request_timeout_ms + self.config.fetch_max_wait_ms
+        future = self.client.send(node, FetchRequest, FetchResponse, build, timeout_ms=timeout)
+        with self._lock:
+            self._in_flight_nodes.add(node)
+        future.add_callback(lambda response: self._on_fetch(node, partitions, response))
+        future.add_errback(lambda exc: self._on_fetch_failed(node, exc))
+
+    def _build(self, version: int, partitions: list[tuple[TopicPartition, int]]) -> Any:
+        cfg = self.config
+        by_topic: dict[str, list[Any]] = {}
+        for tp, position in partitions:
+            by_topic.setdefault(tp.topic, []).append(FetchRequest.FetchTopic.FetchPartition(
+                partition=tp.partition, current_leader_epoch=-1, fetch_offset=position, last_fetched_epoch=-1,
+                log_start_offset=-1, partition_max_bytes=cfg.max_partition_fetch_bytes))
+        return FetchRequest(
+            version=version, replica_id=-1, max_wait_ms=cfg.fetch_max_wait_ms, min_bytes=cfg.fetch_min_bytes,
+            max_bytes=cfg.fetch_max_bytes, isolation_level=cfg.isolation_level, session_id=0, session_epoch=-1,
+            topics=[FetchRequest.FetchTopic(topic=t, partitions=p) for t, p in by_topic.items()],
+            forgotten_topics_data=[], rack_id="")
+
+    def _on_fetch(self, node: int, partitions: list[tuple[TopicPartition, int]], response: Any) -> None:
+        asked = dict(partitions)
+        completed = []
+        for topic in response.responses:
+            for p in topic.partitions:
+                tp = TopicPartition(topic.topic, p.partition_index)
+                fetch_offset = asked.get(tp)
+                if fetch_offset is None:
+                    continue
+                action = action_for(p.error_code)
+                if action is Action.NONE:
+                    self.subscription.set_high_watermark(tp, p.high_watermark)
+                    if p.records:
+                        completed.append(CompletedFetch(tp, fetch_offset, bytes(p.records), self.config))
+                elif action is Action.RESET_OFFSET:
+                    if self.subscription.is_assigned(tp) and self.subscription.position(tp) == fetch_offset:
+                        log.info("offset %d of %s is out of range; resetting", fetch_offset, tp)
+                        self.subscription.request_reset(tp)
+                elif action is Action.REFRESH_METADATA:
+                    self.client.metadata.request_update()
+                else:
+                    log.warning("fetch of %s failed with error %d", tp, p.error_code)
+        with self._lock:
+            self._in_flight_nodes.discard(node)
+            self._completed.extend(completed)
+
+    def _on_fetch_failed(self, node: int, exc: BaseException) -> None:
+        log.debug("fetch from node %d failed: %s", node, exc)
+        self.client.metadata.request_update()
+        with self._lock:
+            self._in_flight_nodes.discard(node)
+
+    def fetched_records(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Drain up to ``max_records`` decoded records and advance the positions."""
+        result: dict[TopicPartition, list[ConsumerRecord]] = {}
+        remaining = max_records
+        paused = self.subscription.paused()
+        kept: list[CompletedFetch] = []
+        while remaining > 0:
+            with self._lock:
+                if not self._completed:
+                    break
+                completed = self._completed.popleft()
+            tp = completed.tp
+            if tp in paused:
+                kept.append(completed)
+                continue
+            position = self.subscription.position(tp) if self.subscription.is_assigned(tp) else None
+            if position is None or position != completed.fetch_offset:
+                # seeked, reset or unassigned since the fetch was sent: the data is stale
+                if position is not None and position > completed.fetch_offset:
+                    completed.fetch_offset = position
+                else:
+                    continue
+            records = [r for r in completed.take(remaining) if r.offset >= position]
+            if records and self.subscription.advance(tp, position, records[-1].offset + 1):
+                result.setdefault(tp, []).extend(records)
+                remaining -= len(records)
+                completed.fetch_offset = records[-1].offset + 1
+            if not completed.exhausted():
+                kept.append(completed)
+        with self._lock:
+            self._completed.extendleft(reversed(kept))
+        return result
+
+    def drop_buffered(self, keep: set[TopicPartition]) -> None:
+        with self._lock:
+            self._completed = deque(c for c in self._completed if c.tp in keep)
+
+    # -- offsets by time (resets, beginning/end offsets) ------------------------------------
+    def list_offsets(self, timestamps: dict[TopicPartition, int], timer: Timer) -> dict[TopicPartition, int]:
+        """ListOffsets to each partition's leader; -1 earliest... returns the offsets found."""
+        found: dict[TopicPartition, int] = {}
+        pending = dict(timestamps)
+        while pending:
+            by_node: dict[int, dict[TopicPartition, int]] = {}
+            for tp, ts in pending.items():
+                leader = self.client.metadata.leader_for(tp.topic, tp.partition)
+                if leader is None:
+                    self.client.metadata.request_update()
+                else:
+                    by_node.setdefault(leader, {})[tp] = ts
+            futures = []
+            for node, wanted in by_node.items():
+                if self.client.ready(node):
+                    futures.append(self._send_list_offsets(node, wanted).add_callback(found.update))
+            if futures:
+                for f in futures:
+                    self.client.poll_until(f, timer)
+            else:
+                metadata_future = self.client.maybe_update_metadata()
+                self.client.poll_until(metadata_future, Timer(self.client.clock, min(timer.remaining_ms(), 100)))
+            pending = {tp: ts for tp, ts in pending.items() if tp not in found}
+            if pending and timer.expired():
+                raise KafkaTimeoutError(f"no offsets for {sorted(pending)} in time")
+        return found
+
+    def _send_list_offsets(self, node: int, wanted: dict[TopicPartition, int]) -> RequestFuture[dict[TopicPartition, int]]:
+        by_topic: dict[str, list[Any]] = {}
+        for tp, ts in wanted.items():
+            by_topic.setdefault(tp.topic, []).append(ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+                partition_index=tp.partition, current_leader_epoch=-1, timestamp=ts, max_num_offsets=1))
+
+        def build(version: int) -> Any:
+            return ListOffsetsRequest(version=version, replica_id=-1, isolation_level=self.config.isolation_level,
+                                      topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=p)
+                                              for t, p in by_topic.items()])
+
+        def handle(response: Any, future: RequestFuture[dict[TopicPartition, int]]) -> None:
+            result = {}
+            for t in response.topics:
+                for p in t.partitions:
+                    if p.error_code:
+                        if action_for(p.error_code) is Action.REFRESH_METADATA:
+                            self.client.metadata.request_update()
+                        continue
+                    offset = p.offset if response.version >= 1 else (p.old_style_offsets or [-1])[0]
+                    result[TopicPartition(t.name, p.partition_index)] = offset
+            future.success(result)
+
+        return self.client.send(node, ListOffsetsRequest, ListOffsetsResponse, build).compose(handle)
+
+    def reset_positions(self, timer: Timer) -> None:
+        resets = self.subscription.resets_needed()
+        if not resets:
+            return
+        bad = [tp for tp, strategy in resets.items() if strategy not in ("earliest", "latest")]
+        if bad:
+            raise NoOffsetForPartitionError(f"no committed offset for {sorted(bad)} and auto_offset_reset='none'")
+        offsets = self.list_offsets({tp: EARLIEST if s == "earliest" else LATEST for tp, s in resets.items()}, timer)
+        for tp, offset in offsets.items():
+            if self.subscription.is_assigned(tp) and tp in self.subscription.resets_needed():
+                log.info("resetting %s to %s offset %d", tp, resets[tp], offset)
+                self.subscription.seek(tp, offset)

@@ -1,0 +1,446 @@
+"""``GroupConsumer``: kafka-python's ``KafkaConsumer`` group API on groupclient's own internals.
+
+Change ``from kafka import KafkaConsumer`` to ``from groupclient import GroupConsumer as
+KafkaConsumer`` and group consumption works the same: same constructor, config names, defaults
+and methods.  One thread owns a consumer at a time (``ConcurrentAccessError`` otherwise);
+``wakeup()`` is the one method other threads may call.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterable, Iterator
+from types import TracebackType
+from typing import Any
+
+from kafka.consumer.fetcher import ConsumerRecord
+from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+
+from ..assignors.base import resolve_assignors
+from ..clock import Clock, SystemClock, Timer
+from ..errors import ConfigurationError, IllegalStateError, KafkaTimeoutError
+from ..group.consumer_coordinator import CommitCallback, ConsumerCoordinator
+from ..group.heartbeat_thread import HeartbeatThread
+from ..group.membership import GroupConfig, GroupMembership
+from ..network.client import NetworkClient, NetworkConfig, parse_bootstrap
+from ..network.future import RequestFuture
+from .config import build_config
+from .fetcher import EARLIEST, LATEST, FetchConfig, Fetcher
+from .listener import ListenerCalls
+from .ownership import ThreadOwnership
+from .subscription import SubscriptionState, SubscriptionType
+
+log = logging.getLogger("groupclient.consumer")
+
+Records = dict[TopicPartition, list[ConsumerRecord]]
+
+
+class GroupConsumer:
+    def __init__(self, *topics: str, clock: Clock | None = None, **configs: Any) -> None:
+        self.config = build_config(configs)
+        cfg = self.config
+        try:
+            bootstrap = parse_bootstrap(cfg["bootstrap_servers"])
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
+        self._clock = clock or SystemClock()
+        self._ownership = ThreadOwnership()
+        self._closed = False
+        self._client = NetworkClient(NetworkConfig(
+            bootstrap, cfg["client_id"], cfg["request_timeout_ms"], cfg["reconnect_backoff_ms"],
+            cfg["reconnect_backoff_max_ms"], cfg["max_in_flight_requests_per_connection"],
+            cfg["metadata_max_age_ms"], cfg["allow_auto_create_topics"]), self._clock)
+        self._subscription = SubscriptionState(cfg["auto_offset_reset"])
+        self._listener_calls = ListenerCalls()
+        self._fetcher = Fetcher(self._client, self._subscription, FetchConfig(
+            cfg["fetch_min_bytes"], cfg["fetch_max_wait_ms"], cfg["fetch_max_bytes"],
+            cfg["max_partition_fetch_bytes"], 1 if cfg["isolation_level"] == "read_committed" else 0,
+            cfg["check_crcs"], cfg["key_deserializer"], cfg["value_deserializer"]))
+        self._coordinator: ConsumerCoordinator | None = None
+        self._membership: GroupMembership | None = None
+        self._heartbeat_thread: HeartbeatThread | None = None
+        if cfg["group_id"] is not None:
+            self._coordinator = ConsumerCoordinator(
+                self._subscription, resolve_assignors(cfg["partition_assignment_strategy"]), self._listener_calls,
+                cfg["enable_auto_commit"], cfg["auto_commit_interval_ms"])
+            self._membership = GroupMembership(self._client, self._clock, GroupConfig(
+                cfg["group_id"], cfg["group_instance_id"], cfg["session_timeout_ms"], cfg["max_poll_interval_ms"],
+                cfg["heartbeat_interval_ms"], cfg["retry_backoff_ms"], cfg["request_timeout_ms"]), self._coordinator)
+            self._coordinator.membership = self._membership
+        self._iterator: Iterator[ConsumerRecord] | None = None
+        if topics:
+            self.subscribe(list(topics))
+
+    # -- subscription --------------------------------------------------------------------
+    def subscribe(self, topics: Iterable[str] | str = (), pattern: str | None = None, listener: Any = None) -> None:
+        with self._ownership.acquired():
+            self._ensure_open()
+            if self._coordinator is None:
+                raise IllegalStateError("subscribe() needs a group_id; use assign() without one")
+            names = [topics] if isinstance(topics, str) else list(topics)
+            if bool(names) == bool(pattern):
+                raise ConfigurationError("subscribe() takes topics or a pattern, exactly one of them")
+            if any(not isinstance(t, str) or not t for t in names):
+                raise ConfigurationError(f"topic names must be non-empty strings: {names!r}")
+            try:
+                compiled = re.compile(pattern) if pattern is not None else None
+            except re.error as exc:
+                raise ConfigurationError(f"bad topic pattern {pattern!r}: {exc}") from None
+            before = set(self._subscription.topics)
+            self._subscription.subscribe(set(names), compiled)
+            self._listener_calls.listener = listener
+            self._client.set_topics(None if compiled is not None else set(names))
+            assert self._membership is not None
+            if self._subscription.topics != before and self._membership.generation_if_stable() is not None:
+                self._membership.request_rejoin(f"subscription changed to {sorted(self._subscription.topics)}")
+
+    def subscription(self) -> set[str] | None:
+        with self._ownership.acquired():
+            return set(self._subscription.topics) if self._subscription.is_group_subscribed() else None
+
+    def unsubscribe(self) -> None:
+        with self._ownership.acquired():
+            self._ensure_open()
+            self._leave_group("the consumer unsubscribed")
+            self._subscription.unsubscribe()
+            self._fetcher.drop_buffered(set())
+            self._client.set_topics(set())
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        with self._ownership.acquired():
+            self._ensure_open()
+            wanted = set(partitions)
+            if not all(isinstance(tp, tuple) and len(tp) == 2 for tp in wanted):
+                raise ConfigurationError("assign() takes TopicPartition values")
+            self._subscription.assign_from_user({TopicPartition(*tp) for tp in wanted})
+            self._fetcher.drop_buffered(wanted)
+            self._client.set_topics({tp.topic for tp in wanted})
+
+    def assignment(self) -> set[TopicPartition]:
+        with self._ownership.acquired():
+            return self._subscription.assigned()
+
+    # -- polling -------------------------------------------------------------------------
+    def poll(self, timeout_ms: int = 0, max_records: int | None = None, update_offsets: bool = True) -> Records:
+        """Records per partition, at most ``max_records`` (default max_poll_records)."""
+        with self._ownership.acquired():
+            self._ensure_open()
+            if self._subscription.type is SubscriptionType.NONE:
+                raise IllegalStateError("the consumer is not subscribed to any topic nor assigned any partition")
+            if max_records is not None and max_records < 1:
+                raise ConfigurationError("max_records must be at least 1")
+            if timeout_ms < 0:
+                raise ConfigurationError("timeout_ms must not be negative")
+            limit = max_records or self.config["max_poll_records"]
+            timer = Timer(self._clock, timeout_ms)
+            if self._membership is not None:
+                self._membership.heartbeat.poll(self._clock.monotonic_ms())
+            while True:
+                self._raise_pending()
+                ready = self._poll_coordinator(timer)
+                if ready:
+                    self._update_fetch_positions(timer)
+                    records = self._fetcher.fetched_records(limit)
+                    self._fetcher.send_fetches()
+                    if records:
+                        self._raise_pending()
+                        return records
+                self._client.poll_until(None, Timer(self._clock, min(timer.remaining_ms(), 100)))
+                if timer.expired():
+                    self._raise_pending()
+                    return {}
+
+    def _raise_pending(self) -> None:
+        self._listener_calls.raise_pending()
+        if self._membership is not None:
+            error = self._membership.fatal_error
+            if error is not None:
+                raise error
+
+    def _poll_coordinator(self, timer: Timer) -> bool:
+        """Metadata, group membership, auto-commit; True when partitions can be fetched."""
+        self._client.maybe_update_metadata()
+        coordinator, membership = self._coordinator, self._membership
+        if coordinator is not None:
+            coordinator.invoke_completed_commit_callbacks()
+        if coordinator is None or membership is None or not self._subscription.is_group_subscribed():
+            if coordinator is not None:
+                coordinator.maybe_auto_commit(self._clock.monotonic_ms())
+            return True
+        if self._subscription.pattern is not None and self._client.metadata.version:
+            if self._subscription.match_pattern(self._client.metadata.topics()):
+                membership.request_rejoin(f"the pattern now matches {sorted(self._subscription.topics)}")
+        if not self._wait_for_topic_metadata(timer):
+            return False
+        if coordinator.metadata_changed_since_assignment():
+            coordinator.assigned_snapshot = None
+            membership.request_rejoin("partition metadata changed since the last assignment")
+        if membership.rejoin_needed() or membership.coordinator_unknown():
+            if not membership.join_group_if_needed(timer):
+                return False
+            self._start_heartbeat_thread()
+        coordinator.maybe_auto_commit(self._clock.monotonic_ms())
+        return True
+
+    def _wait_for_topic_metadata(self, timer: Timer) -> bool:
+        """Before the first join, know the partitions of the subscribed topics (bounded by timer)."""
+        metadata = self._client.metadata
+        while True:
+            known = metadata.topics() | set(metadata.unavailable)
+            if metadata.version and (self._subscription.pattern is not None or self._subscription.topics <= known):
+                return True
+            future = self._client.maybe_update_metadata()
+            self._client.poll_until(future, Timer(self._clock, min(timer.remaining_ms(), 100)))
+            if timer.expired():
+                return False
+
+    def _start_heartbeat_thread(self) -> None:
+        if self._heartbeat_thread is None and self._membership is not None:
+            self._heartbeat_thread = HeartbeatThread(self._membership, self._on_poll_timeout)
+            self._heartbeat_thread.start()
+
+    def _on_poll_timeout(self) -> None:
+        # runs on the heartbeat thread: drop the partitions before LeaveGroup goes out, so that no
+        # other member can be assigned a partition this one still claims
+        self._subscription.mark_lost()
+        self._fetcher.drop_buffered(set())
+
+    def _update_fetch_positions(self, timer: Timer) -> None:
+        missing = self._subscription.missing_positions()
+        if missing:
+            if self._coordinator is not None:
+                committed = self._coordinator.fetch_committed(missing, timer)
+                for tp in missing:
+                    found = committed.get(tp)
+                    if not self._subscription.is_assigned(tp):
+                        continue
+                    if found is not None:
+                        self._subscription.seek(tp, found.offset, found.leader_epoch)
+                    else:
+                        self._subscription.request_reset(tp)
+            else:
+                for tp in missing:
+                    self._subscription.request_reset(tp)
+        self._fetcher.reset_positions(timer)
+
+    def __iter__(self) -> GroupConsumer:
+        return self
+
+    def __next__(self) -> ConsumerRecord:
+        timeout = self.config["consumer_timeout_ms"]
+        timer = Timer(self._clock, None if timeout == float("inf") else timeout)
+        while True:
+            if self._iterator is not None:
+                record = next(self._iterator, None)
+                if record is not None:
+                    return record
+            batch = self.poll(timeout_ms=min(timer.remaining_ms(), 1000))
+            self._iterator = iter([r for records in batch.values() for r in records])
+            if not batch and timer.expired():
+                raise StopIteration
+
+    # -- positions -----------------------------------------------------------------------
+    def position(self, partition: TopicPartition, timeout_ms: int | None = None) -> int:
+        with self._ownership.acquired():
+            self._ensure_open()
+            timer = Timer(self._clock, timeout_ms)
+            while (offset := self._subscription.position(partition)) is None:
+                self._update_fetch_positions(timer)
+                if self._subscription.position(partition) is None:
+                    if timer.expired():
+                        raise KafkaTimeoutError(f"no position for {partition} in time")
+                    self._client.poll_until(None, Timer(self._clock, min(timer.remaining_ms(), 100)))
+            return offset
+
+    def highwater(self, partition: TopicPartition) -> int | None:
+        with self._ownership.acquired():
+            return self._subscription.high_watermark(partition)
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        with self._ownership.acquired():
+            if not isinstance(offset, int) or offset < 0:
+                raise ConfigurationError(f"offset must be a non-negative integer, not {offset!r}")
+            self._subscription.seek(partition, offset)
+
+    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        self._seek_to("earliest", partitions)
+
+    def seek_to_end(self, *partitions: TopicPartition) -> None:
+        self._seek_to("latest", partitions)
+
+    def _seek_to(self, where: str, partitions: tuple[TopicPartition, ...]) -> None:
+        with self._ownership.acquired():
+            for tp in partitions or tuple(self._subscription.assigned()):
+                self._subscription.request_reset(tp, where)
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        with self._ownership.acquired():
+            for tp in partitions:
+                self._subscription.pause(tp)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        with self._ownership.acquired():
+            for tp in partitions:
+                self._subscription.resume(tp)
+
+    def paused(self) -> set[TopicPartition]:
+        with self._ownership.acquired():
+            return self._subscription.paused()
+
+    # -- offsets -------------------------------------------------------------------------
+    def _group(self) -> ConsumerCoordinator:
+        if self._coordinator is None:
+            raise IllegalStateError("committing offsets needs a group_id")
+        return self._coordinator
+
+    def commit(self, offsets: dict[TopicPartition, OffsetAndMetadata] | None = None, timeout_ms: int | None = None) -> None:
+        with self._ownership.acquired():
+            self._ensure_open()
+            coordinator = self._group()
+            offsets = self._subscription.consumed_offsets() if offsets is None else _as_offsets(offsets)
+            coordinator.commit_sync(offsets, Timer(self._clock, timeout_ms))
+            coordinator.invoke_completed_commit_callbacks()
+
+    def commit_async(self, offsets: dict[TopicPartition, OffsetAndMetadata] | None = None,
+                     callback: CommitCallback | None = None) -> RequestFuture[None]:
+        with self._ownership.acquired():
+            self._ensure_open()
+            coordinator = self._group()
+            offsets = self._subscription.consumed_offsets() if offsets is None else _as_offsets(offsets)
+            future = coordinator.commit_async(offsets, callback or self.config["default_offset_commit_callback"])
+            self._client.poll_until(None, Timer(self._clock, 0))
+            return future
+
+    def committed(self, partition: TopicPartition, metadata: bool = False,
+                  timeout_ms: int | None = None) -> int | OffsetAndMetadata | None:
+        with self._ownership.acquired():
+            self._ensure_open()
+            found = self._group().fetch_committed({partition}, Timer(self._clock, timeout_ms)).get(partition)
+            if found is None:
+                return None
+            return found if metadata else found.offset
+
+    def beginning_offsets(self, partitions: Iterable[TopicPartition], timeout_ms: int | None = None) -> dict[TopicPartition, int]:
+        return self._offsets_at(EARLIEST, partitions, timeout_ms)
+
+    def end_offsets(self, partitions: Iterable[TopicPartition], timeout_ms: int | None = None) -> dict[TopicPartition, int]:
+        return self._offsets_at(LATEST, partitions, timeout_ms)
+
+    def _offsets_at(self, timestamp: int, partitions: Iterable[TopicPartition], timeout_ms: int | None) -> dict[TopicPartition, int]:
+        with self._ownership.acquired():
+            self._ensure_open()
+            wanted = list(partitions)
+            timer = Timer(self._clock, timeout_ms if timeout_ms is not None else self.config["request_timeout_ms"])
+            self._ensure_metadata_for({tp.topic for tp in wanted}, timer)
+            return self._fetcher.list_offsets({tp: timestamp for tp in wanted}, timer)
+
+    def _ensure_metadata_for(self, topics: set[str], timer: Timer) -> None:
+        metadata = self._client.metadata
+        if topics - metadata.topics():
+            self._client.set_topics(None if self._subscription.pattern else
+                                    self._subscription.topics | self._subscription.group_topics | topics)
+        while topics - metadata.topics() - set(metadata.unavailable):
+            future = self._client.maybe_update_metadata()
+            self._client.poll_until(future, Timer(self._clock, min(timer.remaining_ms(), 100)))
+            if timer.expired():
+                raise KafkaTimeoutError(f"no metadata for {sorted(topics - metadata.topics())} in time")
+
+    def topics(self) -> set[str]:
+        with self._ownership.acquired():
+            self._client.set_topics(None)
+            self._ensure_metadata_for(set(), Timer(self._clock, self.config["request_timeout_ms"]))
+            timer = Timer(self._clock, self.config["request_timeout_ms"])
+            self._client.metadata.request_update()
+            future = self._client.maybe_update_metadata()
+            while future is None and not timer.expired():
+                self._client.poll_until(None, Timer(self._clock, 50))
+                future = self._client.maybe_update_metadata()
+            self._client.poll_until(future, timer)
+            return {t for t in self._client.metadata.topics() if not t.startswith("__")}
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        with self._ownership.acquired():
+            try:
+                self._ensure_metadata_for({topic}, Timer(self._clock, self.config["request_timeout_ms"]))
+            except KafkaTimeoutError:
+                return None
+            return self._client.metadata.partitions_for_topic(topic)
+
+    # -- group ---------------------------------------------------------------------------
+    def enforce_rebalance(self, reason: str = "the application asked for a rebalance") -> None:
+        with self._ownership.acquired():
+            if self._membership is None or not self._subscription.is_group_subscribed():
+                raise IllegalStateError("enforce_rebalance() needs a group subscription")
+            self._membership.request_rejoin(reason)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        with self._ownership.acquired():
+            if self._membership is None:
+                raise IllegalStateError("group_metadata() needs a group_id")
+            generation = self._membership.current_generation()
+            return ConsumerGroupMetadata(self.config["group_id"], generation.generation_id, generation.member_id,
+                                         self.config["group_instance_id"])
+
+    def wakeup(self) -> None:
+        """Thread-safe: make a blocking call in the owning thread raise WakeupError."""
+        self._client.wakeup()
+
+    # -- closing -------------------------------------------------------------------------
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise IllegalStateError("the consumer is closed")
+
+    def _leave_group(self, reason: str) -> None:
+        membership = self._membership
+        if membership is None or not self._subscription.is_group_subscribed():
+            return
+        owned = self._subscription.assigned()
+        if owned and membership.generation_if_stable() is not None:
+            self._listener_calls.call("on_partitions_revoked", owned)
+        self._subscription.set_group_assignment(set())
+        future = membership.maybe_leave_group(reason)
+        if future is not None:
+            self._client.poll_until(future, Timer(self._clock, self.config["request_timeout_ms"]), wakeup=False)
+
+    def close(self, autocommit: bool = True, timeout_ms: int | None = None) -> None:
+        with self._ownership.acquired():
+            if self._closed:
+                return
+            timer = Timer(self._clock, timeout_ms if timeout_ms is not None else 30000)
+            try:
+                if self._heartbeat_thread is not None:
+                    self._heartbeat_thread.shutdown()
+                coordinator = self._coordinator
+                if autocommit and coordinator is not None and self.config["enable_auto_commit"]:
+                    try:
+                        coordinator.commit_sync(self._subscription.consumed_offsets(), timer)
+                    except Exception as exc:
+                        log.warning("auto-commit on close failed: %s", exc)
+                if coordinator is not None:
+                    coordinator.invoke_completed_commit_callbacks()
+                self._leave_group("the consumer is closing")
+            finally:
+                self._closed = True
+                self._client.close()
+            self._listener_calls.raise_pending()
+
+    def __enter__(self) -> GroupConsumer:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _as_offsets(offsets: dict[TopicPartition, Any]) -> dict[TopicPartition, OffsetAndMetadata]:
+    result = {}
+    for tp, value in offsets.items():
+        if isinstance(value, OffsetAndMetadata):
+            result[TopicPartition(*tp)] = value
+        elif isinstance(value, int):
+            result[TopicPartition(*tp)] = OffsetAndMetadata(value, "", -1)
+        else:
+            raise ConfigurationError(f"offsets must map TopicPartition to OffsetAndMetadata or int, got {value!r}")
+    return result
+
+

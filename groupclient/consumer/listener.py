@@ -1,0 +1,60 @@
+"""The rebalance listener interface and the safe way to call it."""
+
+from __future__ import annotations
+
+import logging
+
+from kafka.structs import TopicPartition
+
+log = logging.getLogger("groupclient.consumer")
+
+
+class ConsumerRebalanceListener:
+    """Override what you need.  Also accepts kafka-python's listener objects (same method names).
+
+    The methods run on the thread that called ``poll()``, inside that call, never under a lock.
+    An exception raised here is re-raised from ``poll()`` after the consumer has finished the
+    rebalance step, so its state stays consistent.
+    """
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        """Before a rebalance: these partitions are about to be taken away; commit what you must."""
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        """After a rebalance: these partitions are now this consumer's."""
+
+    def on_partitions_lost(self, lost: set[TopicPartition]) -> None:
+        """The partitions were already given to others (session or poll timeout): do not commit.
+
+        By default this is treated like a revocation, as in the Java client.
+        """
+        self.on_partitions_revoked(lost)
+
+
+class ListenerCalls:
+    """Calls the user's listener and keeps the first exception for ``poll()`` to raise."""
+
+    def __init__(self) -> None:
+        self.listener: object | None = None
+        self.pending_error: BaseException | None = None
+
+    def call(self, method: str, partitions: set[TopicPartition]) -> None:
+        listener = self.listener
+        if listener is None:
+            return
+        fn = getattr(listener, method, None)
+        if fn is None and method == "on_partitions_lost":
+            fn = getattr(listener, "on_partitions_revoked", None)
+        if fn is None:
+            return
+        try:
+            fn(set(partitions))
+        except Exception as exc:
+            log.error("rebalance listener %s failed: %r", method, exc)
+            if self.pending_error is None:
+                self.pending_error = exc
+
+    def raise_pending(self) -> None:
+        error, self.pending_error = self.pending_error, None
+        if error is not None:
+            raise error

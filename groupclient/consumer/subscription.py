@@ -1,0 +1,182 @@
+"""What the consumer is subscribed to, what it owns, and where it is in each partition.
+
+Shared by the application thread and the heartbeat thread, so guarded by one lock that is only
+held for bookkeeping (never around I/O or user callbacks).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import threading
+from dataclasses import dataclass
+
+from kafka.structs import OffsetAndMetadata, TopicPartition
+
+from ..errors import IllegalStateError
+
+
+class SubscriptionType(enum.Enum):
+    NONE = "none"
+    TOPICS = "topics"
+    PATTERN = "pattern"
+    USER_ASSIGNED = "user-assigned"
+
+
+@dataclass
+class PartitionState:
+    position: int | None = None  # next offset to fetch; None until known
+    leader_epoch: int | None = None
+    paused: bool = False
+    reset_requested: str | None = None  # "earliest" / "latest" when the position must be reset
+    high_watermark: int | None = None
+
+
+class SubscriptionState:
+    def __init__(self, default_reset: str) -> None:
+        self._lock = threading.Lock()
+        self.default_reset = default_reset
+        self.type = SubscriptionType.NONE
+        self.topics: set[str] = set()
+        self.pattern: re.Pattern[str] | None = None
+        self.group_topics: set[str] = set()  # the union of all members' topics, known to the leader
+        self._assignment: dict[TopicPartition, PartitionState] = {}
+        self._lost = False  # the assignment was taken away outside a rebalance (poll timeout)
+        self.listener: object | None = None
+
+    # -- subscribing ---------------------------------------------------------------------
+    def subscribe(self, topics: set[str] | None, pattern: re.Pattern[str] | None) -> None:
+        with self._lock:
+            if self.type is SubscriptionType.USER_ASSIGNED:
+                raise IllegalStateError("subscribe() after assign(): call unsubscribe() first")
+            if pattern is not None:
+                self.type, self.pattern, self.topics = SubscriptionType.PATTERN, pattern, set()
+            else:
+                self.type, self.pattern, self.topics = SubscriptionType.TOPICS, None, set(topics or ())
+
+    def match_pattern(self, available: set[str]) -> bool:
+        """Update the topics of a pattern subscription; True if they changed."""
+        with self._lock:
+            if self.pattern is None:
+                return False
+            matched = {t for t in available if self.pattern.fullmatch(t) and not t.startswith("__")}
+            changed = matched != self.topics
+            self.topics = matched
+            return changed
+
+    def assign_from_user(self, partitions: set[TopicPartition]) -> None:
+        with self._lock:
+            if self.type in (SubscriptionType.TOPICS, SubscriptionType.PATTERN):
+                raise IllegalStateError("assign() after subscribe(): call unsubscribe() first")
+            self.type = SubscriptionType.USER_ASSIGNED
+            self._assignment = {tp: self._assignment.get(tp, PartitionState()) for tp in partitions}
+            self.topics = {tp.topic for tp in partitions}
+
+    def unsubscribe(self) -> None:
+        with self._lock:
+            self.type, self.topics, self.pattern = SubscriptionType.NONE, set(), None
+            self._assignment = {}
+            self.listener = None
+
+    def is_group_subscribed(self) -> bool:
+        return self.type in (SubscriptionType.TOPICS, SubscriptionType.PATTERN)
+
+    # -- assignment ----------------------------------------------------------------------
+    def assigned(self) -> set[TopicPartition]:
+        with self._lock:
+            return set(self._assignment)
+
+    def set_group_assignment(self, partitions: set[TopicPartition]) -> None:
+        with self._lock:
+            self._assignment = {tp: self._assignment.get(tp, PartitionState()) for tp in partitions}
+            self._lost = False
+
+    def mark_lost(self) -> set[TopicPartition]:
+        """Drop the assignment at once (called from the heartbeat thread on poll timeout)."""
+        with self._lock:
+            lost = set(self._assignment)
+            self._assignment = {}
+            self._lost = True
+            return lost
+
+    def take_lost_flag(self) -> bool:
+        with self._lock:
+            lost, self._lost = self._lost, False
+            return lost
+
+    def is_assigned(self, tp: TopicPartition) -> bool:
+        with self._lock:
+            return tp in self._assignment
+
+    # -- positions -----------------------------------------------------------------------
+    def _state(self, tp: TopicPartition) -> PartitionState:
+        state = self._assignment.get(tp)
+        if state is None:
+            raise IllegalStateError(f"{tp} is not assigned to this consumer")
+        return state
+
+    def position(self, tp: TopicPartition) -> int | None:
+        with self._lock:
+            return self._state(tp).position
+
+    def seek(self, tp: TopicPartition, offset: int, leader_epoch: int | None = None) -> None:
+        with self._lock:
+            state = self._state(tp)
+            state.position, state.leader_epoch, state.reset_requested = offset, leader_epoch, None
+
+    def advance(self, tp: TopicPartition, expected: int, new_position: int) -> bool:
+        """Move the position if nobody seeked meanwhile; False if the records are stale."""
+        with self._lock:
+            state = self._assignment.get(tp)
+            if state is None or state.position != expected:
+                return False
+            state.position = new_position
+            return True
+
+    def request_reset(self, tp: TopicPartition, strategy: str | None = None) -> None:
+        with self._lock:
+            state = self._state(tp)
+            state.reset_requested = strategy or self.default_reset
+            state.position = None
+
+    def set_high_watermark(self, tp: TopicPartition, hw: int) -> None:
+        with self._lock:
+            if tp in self._assignment:
+                self._assignment[tp].high_watermark = hw
+
+    def high_watermark(self, tp: TopicPartition) -> int | None:
+        with self._lock:
+            return self._state(tp).high_watermark
+
+    def missing_positions(self) -> set[TopicPartition]:
+        """Partitions with neither a position nor a pending reset (need committed offsets)."""
+        with self._lock:
+            return {tp for tp, s in self._assignment.items() if s.position is None and s.reset_requested is None}
+
+    def resets_needed(self) -> dict[TopicPartition, str]:
+        with self._lock:
+            return {tp: s.reset_requested for tp, s in self._assignment.items() if s.reset_requested}
+
+    def fetchable(self) -> list[tuple[TopicPartition, int]]:
+        with self._lock:
+            return [(tp, s.position) for tp, s in self._assignment.items()
+                    if s.position is not None and not s.paused]
+
+    def consumed_offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Positions of the owned partitions, as offsets to commit."""
+        with self._lock:
+            return {tp: OffsetAndMetadata(s.position, "", s.leader_epoch if s.leader_epoch is not None else -1)
+                    for tp, s in self._assignment.items() if s.position is not None}
+
+    # -- pausing -------------------------------------------------------------------------
+    def pause(self, tp: TopicPartition) -> None:
+        with self._lock:
+            self._state(tp).paused = True
+
+    def resume(self, tp: TopicPartition) -> None:
+        with self._lock:
+            self._state(tp).paused = False
+
+    def paused(self) -> set[TopicPartition]:
+        with self._lock:
+            return {tp for tp, s in self._assignment.items() if s.paused}

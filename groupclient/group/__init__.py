@@ -1,0 +1,1 @@
+"""Member-side group logic: heartbeat timing, member states, the consumer's group coordinator client."""

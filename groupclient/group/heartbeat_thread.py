@@ -1,0 +1,73 @@
+"""The background thread that keeps a member alive while the application processes records.
+
+It sends heartbeats when the pure :class:`Heartbeat` timer says so, polls the network when the
+application does not, and enforces ``max_poll_interval_ms``: a member whose application has not
+called ``poll()`` in time leaves the group (its partitions are dropped at once so nobody else's
+assignment can overlap) and rejoins on its next poll.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from ..clock import Timer
+from .member_state import MemberState
+from .membership import GroupMembership
+
+log = logging.getLogger("groupclient.group")
+
+
+class HeartbeatThread(threading.Thread):
+    def __init__(self, membership: GroupMembership, on_poll_timeout: Callable[[], None]) -> None:
+        super().__init__(name=f"groupclient-heartbeat-{membership.config.group_id}", daemon=True)
+        self.membership = membership
+        self.on_poll_timeout = on_poll_timeout
+        self._stop_event = threading.Event()
+        self._wake = threading.Event()
+
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        self._stop_event.set()
+        self._wake.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(timeout_s)
+
+    def run(self) -> None:
+        m = self.membership
+        while not self._stop_event.is_set():
+            try:
+                wait_ms = self._step()
+            except Exception as exc:  # surfaced from poll(), never lost
+                log.exception("heartbeat thread failed")
+                with m._lock:
+                    if m.fatal_error is None:
+                        m.fatal_error = exc
+                wait_ms = m.config.retry_backoff_ms
+            self._wake.wait(max(wait_ms, 1) / 1000)
+            self._wake.clear()
+
+    def _step(self) -> int:
+        m = self.membership
+        now = m.clock.monotonic_ms()
+        with m._lock:
+            stable = m.state is MemberState.STABLE
+        if not stable:
+            return 100  # the application thread drives joins; look again soon
+        if m.heartbeat.poll_timeout_expired(now):
+            log.warning("group %s: poll() was not called within max_poll_interval_ms (%d ms); leaving the group",
+                        m.config.group_id, m.config.rebalance_timeout_ms)
+            self.on_poll_timeout()
+            m.maybe_leave_group("the application did not call poll() within max_poll_interval_ms")
+            return 100
+        if m.coordinator_unknown():
+            return 100  # rediscovery happens on the application thread
+        if m.heartbeat.session_timeout_expired(now):
+            m.mark_coordinator_dead("no heartbeat answer within the session timeout")
+            return 100
+        if m.heartbeat.should_heartbeat(now):
+            m.send_heartbeat()
+        # poll so that answers are read even while the application is busy
+        m.client.poll_until(None, Timer(m.clock, 0), wakeup=False)
+        next_heartbeat = m.heartbeat.time_to_next_heartbeat(m.clock.monotonic_ms())
+        return min(next_heartbeat, m.heartbeat.time_to_poll_timeout(now), 100)

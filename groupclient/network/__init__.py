@@ -1,0 +1,1 @@
+"""Network layer of the client: futures, broker connections, the selector-driven client, metadata."""

@@ -1,0 +1,397 @@
+"""The selector-driven network client shared by the consumer's threads.
+
+One lock guards the sockets and in-flight tables; it is never held while a future's listeners
+run.  A thread that needs the lock while another sits in ``select`` interrupts it through a
+socket pair, so sends from the heartbeat thread are not delayed by a long poll.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import selectors
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+
+from ..clock import Clock, Timer
+from ..errors import FatalGroupError, NodeNotReadyError, WakeupError
+from ..protocol.errors import ErrorCode
+from .connection import BrokerConnection, Completion, ConnectionState
+from .future import RequestFuture
+from .metadata import ClusterMetadata
+
+log = logging.getLogger("groupclient.network")
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    bootstrap_servers: list[tuple[str, int]]
+    client_id: str
+    request_timeout_ms: int = 30000
+    reconnect_backoff_ms: int = 50
+    reconnect_backoff_max_ms: int = 30000
+    max_in_flight_requests_per_connection: int = 5
+    metadata_max_age_ms: int = 300000
+    allow_auto_create_topics: bool = True
+
+
+def parse_bootstrap(servers: str | list[str]) -> list[tuple[str, int]]:
+    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    parsed = []
+    for item in items:
+        item = item.strip()
+        if not item:
+            continue
+        host, sep, port = item.rpartition(":")
+        if not sep:
+            host, port = item, "9092"
+        try:
+            parsed.append((host.strip("[]") or "localhost", int(port)))
+        except ValueError:
+            raise ValueError(f"bad bootstrap server {item!r}: expected HOST:PORT") from None
+    if not parsed:
+        raise ValueError("bootstrap_servers is empty")
+    return parsed
+
+
+class NetworkClient:
+    def __init__(self, config: NetworkConfig, clock: Clock, rng: random.Random | None = None) -> None:
+        self.config = config
+        self.clock = clock
+        self.metadata = ClusterMetadata(config.metadata_max_age_ms)
+        self._rng = rng or random.Random()
+        self._lock = threading.Lock()
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._conns: dict[int, BrokerConnection] = {}
+        # node id -> (the socket registered with the selector, its event mask); the socket object
+        # is kept because a connection may already have closed it when we unregister
+        self._registered: dict[int, tuple[socket.socket, int]] = {}
+        self._coordinators: dict[int, tuple[str, int]] = {}
+        # bootstrap servers are nodes with negative ids until metadata names the real ones
+        self._bootstrap = {-(i + 1): hp for i, hp in enumerate(config.bootstrap_servers)}
+        self._metadata_future: RequestFuture[Any] | None = None
+        self._wanted_topics: set[str] | None = set()  # None: all topics
+        self._closed = False
+        self._wakeup_requested = threading.Event()
+
+    # -- nodes ---------------------------------------------------------------------------
+    def _known_nodes(self) -> dict[int, tuple[str, int]]:
+        return self.metadata.brokers or self._bootstrap
+
+    def _connection(self, node_id: int) -> BrokerConnection | None:
+        conn = self._conns.get(node_id)
+        address = self._known_nodes().get(node_id) or self._bootstrap.get(node_id) or self._coordinators.get(node_id)
+        if conn is None and address is not None:
+            cfg = self.config
+            conn = self._conns[node_id] = BrokerConnection(
+                node_id, address[0], address[1], client_id=cfg.client_id,
+                request_timeout_ms=cfg.request_timeout_ms, reconnect_backoff_ms=cfg.reconnect_backoff_ms,
+                reconnect_backoff_max_ms=cfg.reconnect_backoff_max_ms,
+                max_in_flight=cfg.max_in_flight_requests_per_connection)
+        return conn
+
+    def add_node(self, node_id: int, host: str, port: int) -> None:
+        """Make an address known outside metadata (the group coordinator's connection)."""
+        with self._locked():
+            self._coordinators = {**self._coordinators, node_id: (host, port)}
+            conn = self._conns.get(node_id)
+            if conn is not None and (conn.host, conn.port) != (host, port):
+                self._finish(self._close_node(node_id))
+
+    def least_loaded_node(self) -> int | None:
+        """Seed 002's leastLoadedNode: random start; an idle ready node wins at once; then the ready
+        node with fewest in-flight; then a connecting node; then the connectable node whose last
+        attempt is oldest; else None."""
+        with self._locked():
+            return self._least_loaded_node(self.clock.monotonic_ms())
+
+    def _least_loaded_node(self, now: int) -> int | None:
+        nodes = list(self._known_nodes())
+        if not nodes:
+            return None
+        found_ready, found_connecting, found_can_connect = None, None, None
+        best_in_flight = 2**31
+        offset = self._rng.randrange(len(nodes))
+        for i in range(len(nodes)):
+            node_id = nodes[(offset + i) % len(nodes)]
+            conn = self._connection(node_id)
+            assert conn is not None
+            if conn.can_send():
+                count = len(conn.in_flight)
+                if count == 0:
+                    return node_id
+                if count < best_in_flight:
+                    best_in_flight, found_ready = count, node_id
+            elif conn.is_connecting():
+                found_connecting = node_id
+            elif conn.can_connect(now):
+                if found_can_connect is None or self._conns[found_can_connect].last_attempt_ms > conn.last_attempt_ms:
+                    found_can_connect = node_id
+        if found_ready is not None:
+            return found_ready
+        if found_connecting is not None:
+            return found_connecting
+        return found_can_connect
+
+    def in_flight_count(self, node_id: int | None = None) -> int:
+        with self._locked():
+            if node_id is not None:
+                conn = self._conns.get(node_id)
+                return len(conn.in_flight) if conn else 0
+            return sum(len(c.in_flight) for c in self._conns.values())
+
+    # -- connecting and sending ------------------------------------------------------------
+    def ready(self, node_id: int) -> bool:
+        """True if a request can go to the node now; otherwise start connecting if allowed."""
+        with self._locked():
+            conn = self._connection(node_id)
+            if conn is None:
+                return False
+            if conn.can_send():
+                return True
+            now = self.clock.monotonic_ms()
+            if conn.can_connect(now):
+                conn.connect(now)
+                self._update_interest(conn)
+            return False
+
+    def is_ready(self, node_id: int) -> bool:
+        with self._locked():
+            conn = self._conns.get(node_id)
+            return conn is not None and conn.can_send()
+
+    def connection_failed(self, node_id: int) -> bool:
+        """The node is disconnected and backing off after a failed attempt."""
+        with self._locked():
+            conn = self._conns.get(node_id)
+            return conn is not None and conn.state is ConnectionState.DISCONNECTED and conn.failures > 0
+
+    def send(self, node_id: int, request_cls: Any, response_cls: Any, build: Callable[[int], Any],
+             timeout_ms: int | None = None) -> RequestFuture[Any]:
+        """Send ``build(version)`` at the highest version both sides support."""
+        with self._locked():
+            conn = self._conns.get(node_id)
+            if conn is None or not conn.can_send():
+                return RequestFuture.failed_with(NodeNotReadyError(f"node {node_id} is not ready"))
+            version = conn.version_for(request_cls.API_KEY)
+            if version is None:
+                return RequestFuture.failed_with(FatalGroupError(
+                    ErrorCode.UNSUPPORTED_VERSION, f"node {node_id} does not serve {request_cls.__name__}"))
+            future = conn.send(build(version), response_cls, self.clock.monotonic_ms(), timeout_ms)
+            self._update_interest(conn)
+            return future
+
+    def version_for(self, node_id: int, api_key: int) -> int | None:
+        with self._locked():
+            conn = self._conns.get(node_id)
+            return conn.version_for(api_key) if conn else None
+
+    # -- polling -------------------------------------------------------------------------
+    def poll(self, timeout_ms: int) -> None:
+        """Do network I/O for up to ``timeout_ms``, then run the completed futures' listeners."""
+        with self._locked():
+            if self._closed:
+                return
+            now = self.clock.monotonic_ms()
+            deadlines = [d for c in self._conns.values() if (d := c.next_deadline()) is not None]
+            if deadlines:
+                timeout_ms = max(0, min(timeout_ms, min(deadlines) - now))
+            completions: list[Completion] = []
+            for key, events in self._selector.select(max(timeout_ms, 0) / 1000):
+                if key.data is None:
+                    self._drain_wakeups()
+                    continue
+                conn = key.data
+                now = self.clock.monotonic_ms()
+                if events & selectors.EVENT_WRITE:
+                    completions += conn.on_writable(now)
+                if events & selectors.EVENT_READ and conn.sock is not None:
+                    completions += conn.on_readable(now)
+                self._update_interest(conn)
+            now = self.clock.monotonic_ms()
+            for conn in list(self._conns.values()):
+                expired = conn.expire(now)
+                if expired or conn.state is ConnectionState.DISCONNECTED:
+                    self._update_interest(conn)
+                completions += expired
+        self._finish(completions)
+
+    def poll_until(self, future: RequestFuture[Any] | None, timer: Timer, wakeup: bool = True) -> None:
+        """Poll until ``future`` is done or the timer expires; one poll at least.
+
+        With ``wakeup``, a pending ``wakeup()`` raises WakeupError (the application thread's
+        calls); the heartbeat thread polls without it.
+        """
+        while True:
+            if wakeup:
+                self.maybe_trigger_wakeup()
+            if future is not None and future.is_done():
+                return
+            self.poll(min(timer.remaining_ms(), 100) if future is not None else timer.remaining_ms())
+            if future is None or future.is_done() or timer.expired():
+                if wakeup:
+                    self.maybe_trigger_wakeup()
+                return
+
+    def sleep(self, ms: int, timer: Timer) -> None:
+        """Back off for ``ms`` (bounded by the timer), still doing network I/O meanwhile."""
+        self.poll_until(None, Timer(self.clock, min(ms, timer.remaining_ms())))
+
+    def wakeup(self) -> None:
+        """Make the application thread's current or next blocking call raise WakeupError."""
+        self._wakeup_requested.set()
+        self.interrupt()
+
+    def maybe_trigger_wakeup(self) -> None:
+        if self._wakeup_requested.is_set():
+            self._wakeup_requested.clear()
+            raise WakeupError("wakeup() was called")
+
+    def interrupt(self) -> None:
+        """Make a thread blocked in ``poll`` return early (thread-safe)."""
+        try:
+            self._wake_w.send(b"\x00")
+        except (BlockingIOError, OSError):
+            pass  # already pending, or closed
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while self._wake_r.recv(1024):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+    def _locked(self) -> _Lock:
+        return _Lock(self)
+
+    def _update_interest(self, conn: BrokerConnection) -> None:
+        node_id = conn.node_id
+        registered = self._registered.get(node_id)
+        if registered is not None and registered[0] is not conn.sock:
+            self._unregister(node_id)
+            registered = None
+        if conn.sock is None:
+            return
+        mask = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.wants_write() else 0)
+        if registered is None:
+            self._selector.register(conn.sock, mask, conn)
+        elif registered[1] != mask:
+            self._selector.modify(conn.sock, mask, conn)
+        self._registered[node_id] = (conn.sock, mask)
+
+    def _unregister(self, node_id: int) -> None:
+        registered = self._registered.pop(node_id, None)
+        if registered is not None:
+            try:
+                self._selector.unregister(registered[0])
+            except (KeyError, ValueError, OSError):
+                pass
+
+    @staticmethod
+    def _finish(completions: list[Completion]) -> None:
+        for future, ok, value in completions:
+            if future.is_done():
+                continue
+            if ok:
+                future.success(value)
+            else:
+                future.failure(value)
+
+    def _close_node(self, node_id: int) -> list[Completion]:
+        conn = self._conns.get(node_id)
+        if conn is None:
+            return []
+        self._unregister(node_id)
+        return conn.close(self.clock.monotonic_ms())
+
+    def disconnect(self, node_id: int) -> None:
+        with self._locked():
+            completions = self._close_node(node_id)
+        self._finish(completions)
+
+    # -- metadata ------------------------------------------------------------------------
+    def set_topics(self, topics: set[str] | None) -> None:
+        """Topics to keep metadata for; None means every topic (pattern subscriptions)."""
+        with self._locked():
+            if topics != self._wanted_topics:
+                self._wanted_topics = None if topics is None else set(topics)
+                self.metadata.request_update()
+
+    def maybe_update_metadata(self) -> RequestFuture[Any] | None:
+        """Send a Metadata request if one is due; return the in-flight one, if any."""
+        if self._metadata_future is not None and not self._metadata_future.is_done():
+            return self._metadata_future
+        now = self.clock.monotonic_ms()
+        if not self.metadata.needs_update(now):
+            return None
+        node = self.least_loaded_node()
+        if node is None or not self.ready(node):
+            return None
+        topics = self._wanted_topics
+        auto_create = self.config.allow_auto_create_topics
+
+        def build(version: int) -> Any:
+            wanted = None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in sorted(topics)]
+            if version == 0 and wanted is None:
+                wanted = []
+            return MetadataRequest(version=version, topics=wanted, allow_auto_topic_creation=auto_create,
+                                   include_cluster_authorized_operations=False,
+                                   include_topic_authorized_operations=False)
+
+        future = self.send(node, MetadataRequest, MetadataResponse, build)
+
+        def apply(response: Any) -> None:
+            self.metadata.update(response, self.clock.monotonic_ms(), complete=topics is None)
+            self._forget_vanished_brokers()
+
+        future.add_callback(apply)
+        future.add_errback(lambda exc: self.metadata.request_update())
+        self._metadata_future = future
+        return future
+
+    def _forget_vanished_brokers(self) -> None:
+        with self._locked():
+            gone = [n for n in self._conns if n >= 0 and n not in self.metadata.brokers and n not in self._coordinators]
+            completions: list[Completion] = []
+            for node_id in gone + [n for n in self._conns if n < 0 and self.metadata.brokers]:
+                completions += self._close_node(node_id)
+                self._conns.pop(node_id, None)
+        self._finish(completions)
+
+    def close(self) -> None:
+        with self._locked():
+            completions: list[Completion] = []
+            for node_id in list(self._conns):
+                completions += self._close_node(node_id)
+            self._closed = True
+            self._selector.close()
+            self._wake_r.close()
+            self._wake_w.close()
+        self._finish(completions)
+
+
+class _Lock:
+    """The client lock; a thread that must wait for it first interrupts a blocked select."""
+
+    __slots__ = ("client",)
+
+    def __init__(self, client: NetworkClient) -> None:
+        self.client = client
+
+    def __enter__(self) -> None:
+        lock = self.client._lock
+        if not lock.acquire(blocking=False):
+            self.client.interrupt()
+            lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.client._lock.release()

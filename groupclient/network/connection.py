@@ -1,0 +1,264 @@
+"""One non-blocking connection to one broker, and its in-flight requests.
+
+States: DISCONNECTED -> CONNECTING -> NEGOTIATING (ApiVersions) -> READY, and back to
+DISCONNECTED on any error, after which a reconnect waits an exponential backoff with jitter.
+The connection never runs callbacks: it returns completions for the client to run outside
+its lock.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+import logging
+import socket
+import struct
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from tenacity import wait_exponential_jitter
+
+from ..errors import DisconnectedError, RequestTimedOutError
+from ..protocol.apis import ApiKey
+from .future import RequestFuture
+
+log = logging.getLogger("groupclient.network")
+
+_SIZE = struct.Struct(">i")
+
+# The newest version of each API this client knows how to build and read.
+CLIENT_MAX_VERSIONS: dict[int, int] = {
+    ApiKey.API_VERSIONS: 3, ApiKey.METADATA: 12, ApiKey.FIND_COORDINATOR: 4, ApiKey.JOIN_GROUP: 9,
+    ApiKey.SYNC_GROUP: 5, ApiKey.HEARTBEAT: 4, ApiKey.LEAVE_GROUP: 5, ApiKey.OFFSET_COMMIT: 8,
+    ApiKey.OFFSET_FETCH: 8, ApiKey.FETCH: 12, ApiKey.LIST_OFFSETS: 7,
+}
+
+
+class ConnectionState(enum.Enum):
+    DISCONNECTED = "disconnected"
+    CONNECTING = "connecting"
+    NEGOTIATING = "negotiating"
+    READY = "ready"
+
+
+@dataclass
+class InFlight:
+    correlation_id: int
+    response_cls: Any
+    version: int
+    future: RequestFuture[Any]
+    deadline: int
+    api_key: int
+
+
+Completion = tuple[RequestFuture[Any], bool, Any]  # (future, succeeded, value or exception)
+
+
+class _Attempt:
+    """What tenacity's wait strategies read from a retry state."""
+
+    def __init__(self, attempt_number: int) -> None:
+        self.attempt_number = attempt_number
+
+
+class BrokerConnection:
+    def __init__(self, node_id: int, host: str, port: int, *, client_id: str, request_timeout_ms: int,
+                 reconnect_backoff_ms: int, reconnect_backoff_max_ms: int, max_in_flight: int,
+                 max_response_bytes: int = 100_000_000) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.request_timeout_ms = request_timeout_ms
+        self.max_in_flight = max_in_flight
+        self.max_response_bytes = max_response_bytes
+        self.state = ConnectionState.DISCONNECTED
+        self.sock: socket.socket | None = None
+        self.in_flight: deque[InFlight] = deque()
+        self.api_versions: dict[int, tuple[int, int]] = {}
+        self.last_attempt_ms = -(2**62)
+        self.failures = 0
+        self._next_attempt_ms = -(2**62)
+        self._wait = wait_exponential_jitter(multiplier=reconnect_backoff_ms / 1000, max=reconnect_backoff_max_ms / 1000,
+                                             jitter=reconnect_backoff_ms / 1000)
+        self._send_buffer = bytearray()
+        self._recv_buffer = bytearray()
+        self._correlation = 0
+        self._connect_deadline = 0
+
+    def __repr__(self) -> str:
+        return f"<BrokerConnection node={self.node_id} {self.host}:{self.port} {self.state.value}>"
+
+    # -- connecting ----------------------------------------------------------------------
+    def can_connect(self, now: int) -> bool:
+        return self.state is ConnectionState.DISCONNECTED and now >= self._next_attempt_ms
+
+    def is_connecting(self) -> bool:
+        return self.state in (ConnectionState.CONNECTING, ConnectionState.NEGOTIATING)
+
+    def is_ready(self) -> bool:
+        return self.state is ConnectionState.READY
+
+    def can_send(self) -> bool:
+        return self.is_ready() and len(self.in_flight) < self.max_in_flight
+
+    def connect(self, now: int) -> None:
+        self.last_attempt_ms = now
+        self._connect_deadline = now + self.request_timeout_ms
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock = sock
+        self.state = ConnectionState.CONNECTING
+        code = sock.connect_ex((self.host, self.port))
+        if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY):
+            self.close(now, DisconnectedError(f"connect to {self.host}:{self.port} failed: {errno.errorcode.get(code)}"))
+
+    def _on_connected(self, now: int) -> None:
+        self.state = ConnectionState.NEGOTIATING
+        request = ApiVersionsRequest(version=CLIENT_MAX_VERSIONS[ApiKey.API_VERSIONS],
+                                     client_software_name="groupclient", client_software_version="0.1")
+        self._enqueue(request, ApiVersionsResponse, now).add_errback(lambda exc: None)
+
+    def _on_api_versions(self, response: Any, now: int) -> list[Completion]:
+        if response.error_code == 35 and response.version > 0:  # UNSUPPORTED_VERSION: retry at v0
+            broker_max = next((k.max_version for k in response.api_keys if k.api_key == ApiKey.API_VERSIONS), 0)
+            retry = ApiVersionsRequest(version=min(broker_max, 3), client_software_name="groupclient",
+                                       client_software_version="0.1")
+            self._enqueue(retry, ApiVersionsResponse, now).add_errback(lambda exc: None)
+            return []
+        if response.error_code:
+            return self.close(now, DisconnectedError(f"ApiVersions failed with error {response.error_code}"))
+        self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+        self.state = ConnectionState.READY
+        self.failures = 0
+        log.debug("node %d at %s:%d is ready", self.node_id, self.host, self.port)
+        return []
+
+    def version_for(self, api_key: int) -> int | None:
+        """The highest version both sides support, or None."""
+        broker = self.api_versions.get(api_key)
+        ours = CLIENT_MAX_VERSIONS.get(api_key)
+        if broker is None or ours is None:
+            return None
+        version = min(broker[1], ours)
+        return version if version >= broker[0] else None
+
+    # -- sending -------------------------------------------------------------------------
+    def send(self, request: Any, response_cls: Any, now: int, timeout_ms: int | None = None) -> RequestFuture[Any]:
+        return self._enqueue(request, response_cls, now, timeout_ms)
+
+    def _enqueue(self, request: Any, response_cls: Any, now: int, timeout_ms: int | None = None) -> RequestFuture[Any]:
+        self._correlation = (self._correlation + 1) & 0x7FFFFFFF
+        request.with_header(correlation_id=self._correlation, client_id=self.client_id)
+        self._send_buffer += request.encode(header=True, framed=True)
+        future: RequestFuture[Any] = RequestFuture()
+        if response_cls is None:  # no answer expected (Produce acks=0); done once written
+            future.success(None)
+        else:
+            timeout = self.request_timeout_ms if timeout_ms is None else timeout_ms
+            self.in_flight.append(InFlight(self._correlation, response_cls, request.version, future,
+                                           now + timeout, request.API_KEY))
+        return future
+
+    def wants_write(self) -> bool:
+        return self.state is ConnectionState.CONNECTING or bool(self._send_buffer)
+
+    # -- I/O -----------------------------------------------------------------------------
+    def on_writable(self, now: int) -> list[Completion]:
+        assert self.sock is not None
+        if self.state is ConnectionState.CONNECTING:
+            code = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if code:
+                return self.close(now, DisconnectedError(f"connect failed: {errno.errorcode.get(code, code)}"))
+            self._on_connected(now)
+        if self._send_buffer:
+            try:
+                sent = self.sock.send(self._send_buffer)
+            except (BlockingIOError, InterruptedError):
+                return []
+            except OSError as exc:
+                return self.close(now, DisconnectedError(f"send failed: {exc}"))
+            del self._send_buffer[:sent]
+        return []
+
+    def on_readable(self, now: int) -> list[Completion]:
+        assert self.sock is not None
+        completions: list[Completion] = []
+        while True:
+            try:
+                chunk = self.sock.recv(1 << 20)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as exc:
+                return completions + self.close(now, DisconnectedError(f"receive failed: {exc}"))
+            if not chunk:
+                return completions + self.close(now, DisconnectedError("connection closed by the broker"))
+            self._recv_buffer += chunk
+            if len(chunk) < (1 << 20):
+                break
+        while len(self._recv_buffer) >= 4:
+            size = _SIZE.unpack_from(self._recv_buffer, 0)[0]
+            if size < 4 or size > self.max_response_bytes:
+                return completions + self.close(now, DisconnectedError(f"bad response size {size}"))
+            if len(self._recv_buffer) < 4 + size:
+                break
+            payload = bytes(self._recv_buffer[4 : 4 + size])
+            del self._recv_buffer[: 4 + size]
+            completions += self._on_response(payload, now)
+            if self.state is ConnectionState.DISCONNECTED:
+                break
+        return completions
+
+    def _on_response(self, payload: bytes, now: int) -> list[Completion]:
+        correlation_id = _SIZE.unpack_from(payload, 0)[0]
+        if not self.in_flight or self.in_flight[0].correlation_id != correlation_id:
+            return self.close(now, DisconnectedError(f"unexpected correlation id {correlation_id}"))
+        entry = self.in_flight.popleft()
+        try:
+            response = entry.response_cls.decode(payload, version=entry.version, header=True)
+        except Exception as exc:
+            return [(entry.future, False, DisconnectedError(f"undecodable response: {exc!r}"))] + self.close(
+                now, DisconnectedError("undecodable response"))
+        if entry.api_key == ApiKey.API_VERSIONS and self.state is ConnectionState.NEGOTIATING:
+            return [(entry.future, True, response)] + self._on_api_versions(response, now)
+        return [(entry.future, True, response)]
+
+    def expire(self, now: int) -> list[Completion]:
+        """Close the connection if a request or the connect attempt ran out of time."""
+        if self.is_connecting() and now > self._connect_deadline:
+            return self.close(now, RequestTimedOutError(f"connecting to node {self.node_id} timed out"))
+        if any(now > f.deadline for f in self.in_flight):
+            return self.close(now, RequestTimedOutError(f"a request to node {self.node_id} timed out"))
+        return []
+
+    def next_deadline(self) -> int | None:
+        if self.is_connecting():
+            return self._connect_deadline
+        return min(f.deadline for f in self.in_flight) if self.in_flight else None
+
+    def close(self, now: int, error: BaseException | None = None) -> list[Completion]:
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+            self.sock = None
+        if self.state is not ConnectionState.DISCONNECTED:
+            if error is not None:
+                log.info("node %d (%s:%d): %s", self.node_id, self.host, self.port, error)
+            if self.state is not ConnectionState.READY:
+                self.failures += 1
+            self._next_attempt_ms = now + self._backoff_ms()
+        self.state = ConnectionState.DISCONNECTED
+        self._send_buffer.clear()
+        self._recv_buffer.clear()
+        failed = [(f.future, False, error or DisconnectedError("connection closed")) for f in self.in_flight]
+        self.in_flight.clear()
+        return failed
+
+    def _backoff_ms(self) -> int:
+        """reconnect_backoff_ms doubling per failed attempt up to the max, plus jitter."""
+        return int(self._wait(_Attempt(max(self.failures, 1))) * 1000)  # type: ignore[arg-type]

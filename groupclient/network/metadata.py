@@ -1,0 +1,61 @@
+"""The client's view of the cluster: brokers, and the leader of each partition."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..protocol.errors import ErrorCode
+
+log = logging.getLogger("groupclient.network")
+
+
+@dataclass
+class ClusterMetadata:
+    metadata_max_age_ms: int
+    brokers: dict[int, tuple[str, int]] = field(default_factory=dict)
+    leaders: dict[str, dict[int, int]] = field(default_factory=dict)  # topic -> partition -> leader
+    unavailable: dict[str, ErrorCode] = field(default_factory=dict)  # topic -> why it has no partitions
+    internal_topics: set[str] = field(default_factory=set)
+    cluster_id: str | None = None
+    last_refresh_ms: int = -(2**62)
+    need_update: bool = True
+    version: int = 0  # bumped by each update, so waiters can tell one happened
+
+    def request_update(self) -> None:
+        self.need_update = True
+
+    def needs_update(self, now: int) -> bool:
+        return self.need_update or now - self.last_refresh_ms >= self.metadata_max_age_ms
+
+    def update(self, response: Any, now: int, complete: bool) -> None:
+        """Apply a Metadata response; ``complete`` means it listed every topic."""
+        self.brokers = {b.node_id: (b.host, b.port) for b in response.brokers}
+        self.cluster_id = response.cluster_id
+        if complete:
+            self.leaders.clear()
+            self.unavailable.clear()
+        for topic in response.topics:
+            if topic.error_code:
+                self.unavailable[topic.name] = ErrorCode(topic.error_code)
+                self.leaders.pop(topic.name, None)
+                continue
+            self.unavailable.pop(topic.name, None)
+            self.leaders[topic.name] = {p.partition_index: p.leader_id for p in topic.partitions}
+            if topic.is_internal:
+                self.internal_topics.add(topic.name)
+        self.last_refresh_ms = now
+        self.need_update = False
+        self.version += 1
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        leaders = self.leaders.get(topic)
+        return None if leaders is None else set(leaders)
+
+    def leader_for(self, topic: str, partition: int) -> int | None:
+        leader = self.leaders.get(topic, {}).get(partition)
+        return None if leader is None or leader < 0 else leader
+
+    def topics(self) -> set[str]:
+        return set(self.leaders)
