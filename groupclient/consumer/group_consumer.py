@@ -139,8 +139,7 @@ class GroupConsumer:
             while True:
                 self._raise_pending()
                 ready = self._poll_coordinator(timer)
-                if ready:
-                    self._update_fetch_positions(timer)
+                if ready and self._positions_known_in_time(timer):
                     records = self._fetcher.fetched_records(limit)
                     self._fetcher.send_fetches()
                     if records:
@@ -205,6 +204,15 @@ class GroupConsumer:
         # other member can be assigned a partition this one still claims
         self._subscription.mark_lost()
         self._fetcher.drop_buffered(set())
+
+    def _positions_known_in_time(self, timer: Timer) -> bool:
+        """Inside poll(), running out of time while looking up positions is not an error: the
+        next poll goes on from where this one stopped."""
+        try:
+            self._update_fetch_positions(timer)
+        except KafkaTimeoutError:
+            return False
+        return True
 
     def _update_fetch_positions(self, timer: Timer) -> None:
         missing = self._subscription.missing_positions()

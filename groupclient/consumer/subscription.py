@@ -41,7 +41,8 @@ class SubscriptionState:
         self.pattern: re.Pattern[str] | None = None
         self.group_topics: set[str] = set()  # the union of all members' topics, known to the leader
         self._assignment: dict[TopicPartition, PartitionState] = {}
-        self._lost = False  # the assignment was taken away outside a rebalance (poll timeout)
+        # partitions taken away outside a rebalance (poll timeout), until the listener hears of it
+        self._lost: set[TopicPartition] = set()
         self.listener: object | None = None
 
     # -- subscribing ---------------------------------------------------------------------
@@ -89,19 +90,18 @@ class SubscriptionState:
     def set_group_assignment(self, partitions: set[TopicPartition]) -> None:
         with self._lock:
             self._assignment = {tp: self._assignment.get(tp, PartitionState()) for tp in partitions}
-            self._lost = False
 
     def mark_lost(self) -> set[TopicPartition]:
         """Drop the assignment at once (called from the heartbeat thread on poll timeout)."""
         with self._lock:
             lost = set(self._assignment)
             self._assignment = {}
-            self._lost = True
+            self._lost |= lost
             return lost
 
-    def take_lost_flag(self) -> bool:
+    def take_lost(self) -> set[TopicPartition]:
         with self._lock:
-            lost, self._lost = self._lost, False
+            lost, self._lost = self._lost, set()
             return lost
 
     def is_assigned(self, tp: TopicPartition) -> bool:

@@ -88,13 +88,15 @@ class ConsumerCoordinator:
     def on_join_prepare(self, generation: Generation) -> None:
         if self.enable_auto_commit and generation.generation_id >= 0:
             self._commit_before_rebalance(generation)
-        lost = self.subscription.take_lost_flag() or generation.generation_id < 0
-        owned = self.subscription.assigned()
+        dropped = self.subscription.take_lost()  # already given up by the heartbeat thread
+        lost = bool(dropped) or generation.generation_id < 0
+        owned = self.subscription.assigned() | dropped
         protocol = self._protocol_in_use(generation)
         if protocol is RebalanceProtocol.COOPERATIVE and not lost:
             return  # cooperative members keep their partitions while rejoining (KIP-429)
         self.subscription.set_group_assignment(set())
         if owned:
+            # lost: others may own them already, so the listener must not commit for them
             self.listener_calls.call("on_partitions_lost" if lost else "on_partitions_revoked", owned)
 
     def _protocol_in_use(self, generation: Generation) -> RebalanceProtocol:

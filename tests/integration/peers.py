@@ -17,14 +17,15 @@ from typing import Any
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 
 PEERS_DIR = Path(__file__).resolve().parent.parent / "peers"
-SCRIPTS = {"kafka-python": "kp_consumer.py", "confluent": "ck_consumer.py"}
+SCRIPTS = {"kafka-python": "kp_consumer.py", "confluent": "ck_consumer.py", "groupclient": "gc_consumer.py"}
 
 
 class Peer:
     """One consumer process; a reader thread folds its JSON lines into state."""
 
     def __init__(self, kind: str, bootstrap: str, group: str, topic: str, strategy: str = "range",
-                 instance_id: str | None = None, client_id: str | None = None, session_ms: int = 6000) -> None:
+                 instance_id: str | None = None, client_id: str | None = None, session_ms: int = 6000,
+                 extra: list[str] | None = None) -> None:
         self.kind = kind
         self.name = client_id or f"{kind}-{os.urandom(2).hex()}"
         cmd = [sys.executable, str(PEERS_DIR / SCRIPTS[kind]), "--bootstrap", bootstrap, "--group", group,
@@ -32,6 +33,7 @@ class Peer:
                "--session-ms", str(session_ms)]
         if instance_id:
             cmd += ["--instance-id", instance_id]
+        cmd += extra or []
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.assignment: set[int] = set()
         self.consumed: set[tuple[int, int]] = set()
@@ -55,7 +57,7 @@ class Peer:
                 kind = event["event"]
                 if kind == "assigned":
                     self.assignment = set(event["partitions"])
-                elif kind == "revoked" and self.kind == "kafka-python":
+                elif kind in ("revoked", "lost") and self.kind in ("kafka-python", "groupclient"):
                     self.assignment -= set(event["partitions"])
                 elif kind == "records":
                     for partition, offset, value in event["items"]:
