@@ -1,0 +1,81 @@
+"""GroupConsumer on Tansu, a Kafka-compatible broker written in Rust (a peer we do not control).
+
+Tansu quirks (see DEVELOPERS.md): it holds JoinGroup for half the session timeout, and its
+ListOffsets LATEST is wrong, so expected offsets come from what the producer was told.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+
+import pytest
+from kafka import KafkaProducer
+from kafka.admin import KafkaAdminClient, NewTopic
+
+from benchmarks.brokers import BrokerProcess
+from groupclient import GroupConsumer, TopicPartition
+from tests.integration.peers import Peer, PeerSet, all_consumed, exclusive_cover, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.tansu]
+PARTITIONS = 4
+
+
+def new_topic(broker: BrokerProcess) -> str:
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
+    admin.close()
+    return topic
+
+
+def produce(broker: BrokerProcess, topic: str, count: int, counts: Counter[int]) -> set[tuple[int, int]]:
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    futures = [producer.send(topic, f"v{i}".encode(), partition=i % PARTITIONS) for i in range(count)]
+    producer.flush()
+    placed = {(m.partition, m.offset) for m in (f.get(10) for f in futures)}
+    producer.close()
+    for partition, _ in placed:
+        counts[partition] += 1
+    return placed
+
+
+def peer_cover(members: list[Peer], timeout_s: float = 60) -> bool:
+    return wait_until(lambda: exclusive_cover((m.assignment for m in members), PARTITIONS), timeout_s)
+
+
+def committed(broker: BrokerProcess, group: str, topic: str) -> dict[int, int | None]:
+    with GroupConsumer(bootstrap_servers=broker.bootstrap, group_id=group) as reader:
+        return {p: reader.committed(TopicPartition(topic, p), timeout_ms=10000) for p in range(PARTITIONS)}
+
+
+def test_group_consumers_on_tansu(tansu_broker: BrokerProcess, peers: PeerSet) -> None:
+    topic, group = new_topic(tansu_broker), f"g-{uuid.uuid4().hex[:6]}"
+    counts: Counter[int] = Counter()
+    expected = produce(tansu_broker, topic, 200, counts)
+    members = [peers.start("groupclient", tansu_broker.bootstrap, group, topic) for _ in range(3)]
+    assert peer_cover(members), [m.describe() for m in members]
+    assert wait_until(lambda: all_consumed(members, expected), 60), [m.describe() for m in members]
+
+    # leave, then SIGKILL: the survivors take over every partition each time
+    b, c = members[1], members[2]
+    assert b.terminate() == 0
+    assert peer_cover([members[0], c]), [m.describe() for m in members]
+    c.kill()
+    assert peer_cover([members[0]]), members[0].describe()
+    expected |= produce(tansu_broker, topic, 100, counts)
+    assert wait_until(lambda: all_consumed(members, expected), 60), [m.describe() for m in members]
+    assert wait_until(lambda: committed(tansu_broker, group, topic) == {p: counts[p] for p in range(PARTITIONS)}, 30)
+    assert not any(m.errors for m in members)
+
+
+def test_mixed_with_kafka_python_on_tansu(tansu_broker: BrokerProcess, peers: PeerSet) -> None:
+    topic, group = new_topic(tansu_broker), f"g-{uuid.uuid4().hex[:6]}"
+    counts: Counter[int] = Counter()
+    expected = produce(tansu_broker, topic, 200, counts)
+    members = [peers.start(kind, tansu_broker.bootstrap, group, topic)
+               for kind in ("groupclient", "groupclient", "kafka-python")]
+    assert peer_cover(members), [m.describe() for m in members]
+    assert wait_until(lambda: all_consumed(members, expected), 60), [m.describe() for m in members]
+    assert wait_until(lambda: committed(tansu_broker, group, topic) == {p: counts[p] for p in range(PARTITIONS)}, 30)
+    assert not any(m.errors for m in members), [m.describe() for m in members]
