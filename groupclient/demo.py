@@ -1,7 +1,7 @@
 """``groupclient demo``: a consumer group on the embedded coordinator, checked end to end.
 
-Starts an :class:`EmbeddedCluster`, produces records, runs a group of consumers (kafka-python
-``KafkaConsumer`` members for now) and checks that every record was consumed exactly once, that
+Starts an :class:`EmbeddedCluster`, produces records, runs a group of :class:`GroupConsumer`
+members in threads and checks that every record was consumed exactly once, that
 no partition had two owners, and that the committed offsets equal the end offsets.
 """
 
@@ -18,7 +18,7 @@ GROUP = "demo-group"
 
 
 def run_demo(members: int, partitions: int, records: int, timeout_s: float = 60.0) -> int:
-    from kafka import KafkaConsumer
+    from .consumer.group_consumer import GroupConsumer
 
     with EmbeddedCluster(nodes=1, group_initial_rebalance_delay_ms=500) as cluster:
         cluster.create_topic(TOPIC, partitions)
@@ -34,7 +34,7 @@ def run_demo(members: int, partitions: int, records: int, timeout_s: float = 60.
 
         def member(index: int) -> None:
             try:
-                consumer = KafkaConsumer(
+                consumer = GroupConsumer(
                     TOPIC, bootstrap_servers=cluster.bootstrap_servers, group_id=GROUP,
                     client_id=f"demo-{index}", auto_offset_reset="earliest", enable_auto_commit=False,
                     session_timeout_ms=6000, heartbeat_interval_ms=1000,

@@ -1,0 +1,194 @@
+"""GroupConsumer's KafkaConsumer-compatible API against the embedded coordinator, in-process."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kafka import KafkaProducer
+
+from groupclient import (
+    ConsumerRebalanceListener, GroupConsumer, IllegalStateError, OffsetAndMetadata, TopicPartition, WakeupError,
+)
+from groupclient.coordinator import EmbeddedCluster
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def loaded(cluster: EmbeddedCluster) -> EmbeddedCluster:
+    cluster.create_topic("api", 2)
+    cluster.produce("api", [f"r{i}".encode() for i in range(20)])  # 10 per partition
+    return cluster
+
+
+def consumer_for(cluster: EmbeddedCluster, **config: Any) -> GroupConsumer:
+    settings: dict[str, Any] = dict(bootstrap_servers=cluster.bootstrap_servers, group_id="api-group",
+                                    auto_offset_reset="earliest", enable_auto_commit=False,
+                                    session_timeout_ms=6000, heartbeat_interval_ms=500)
+    settings.update(config)
+    return GroupConsumer(**settings)
+
+
+def drain(consumer: GroupConsumer, count: int, timeout_s: float = 20) -> list[Any]:
+    records: list[Any] = []
+    deadline = time.monotonic() + timeout_s
+    while len(records) < count and time.monotonic() < deadline:
+        for batch in consumer.poll(timeout_ms=200).values():
+            records += batch
+    return records
+
+
+@pytest.fixture
+def consumer(loaded: EmbeddedCluster) -> Iterator[GroupConsumer]:
+    c = consumer_for(loaded)
+    yield c
+    c.close()
+
+
+def test_commits_positions_and_committed(loaded: EmbeddedCluster, consumer: GroupConsumer) -> None:
+    consumer.subscribe(["api"])
+    records = drain(consumer, 20)
+    assert sorted(r.value for r in records) == sorted(f"r{i}".encode() for i in range(20))
+    tp0 = TopicPartition("api", 0)
+    assert consumer.position(tp0) == 10 and consumer.highwater(tp0) == 10
+    consumer.commit({tp0: OffsetAndMetadata(4, "note", -1)})
+    assert consumer.committed(tp0) == 4
+    assert consumer.committed(tp0, metadata=True).metadata == "note"  # type: ignore[union-attr]
+    done: list[Any] = []
+    consumer.commit_async(callback=lambda offsets, error: done.append((offsets, error)))
+    deadline = time.monotonic() + 10
+    while not done and time.monotonic() < deadline:
+        consumer.poll(timeout_ms=50)  # callbacks run inside poll, on this thread
+    assert done and done[0][1] is None and done[0][0][tp0].offset == 10
+    assert loaded.committed_offsets("api-group") == {("api", 0): 10, ("api", 1): 10}
+    assert consumer.beginning_offsets([tp0]) == {tp0: 0} and consumer.end_offsets([tp0]) == {tp0: 10}
+    meta = consumer.group_metadata()
+    assert meta.group_id == "api-group" and meta.generation_id >= 1 and meta.member_id
+
+
+def test_seek_pause_and_resume(consumer: GroupConsumer) -> None:
+    consumer.subscribe(["api"])
+    drain(consumer, 20)
+    tp0, tp1 = TopicPartition("api", 0), TopicPartition("api", 1)
+    consumer.seek(tp0, 7)
+    assert [r.offset for r in drain(consumer, 3)] == [7, 8, 9]
+    consumer.seek_to_beginning(tp1)
+    consumer.pause(tp1)
+    assert consumer.paused() == {tp1}
+    assert drain(consumer, 1, timeout_s=1) == []
+    consumer.resume(tp1)
+    assert [r.offset for r in drain(consumer, 10)] == list(range(10))
+    consumer.seek_to_end()
+    assert consumer.position(tp0) == 10
+    with pytest.raises(Exception):
+        consumer.seek(tp0, -1)
+
+
+def test_listener_exception_is_raised_from_poll_and_the_consumer_stays_consistent(consumer: GroupConsumer) -> None:
+    class Exploding(ConsumerRebalanceListener):
+        calls = 0
+
+        def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+            Exploding.calls += 1
+            if Exploding.calls == 1:
+                raise ValueError("listener bug")
+
+    consumer.subscribe(["api"], listener=Exploding())
+    with pytest.raises(ValueError, match="listener bug"):
+        drain(consumer, 20)
+    assert consumer.assignment() == {TopicPartition("api", 0), TopicPartition("api", 1)}
+    assert len(drain(consumer, 20)) == 20  # goes on normally
+
+
+def test_enforce_rebalance_revokes_and_reassigns(consumer: GroupConsumer) -> None:
+    events: list[str] = []
+
+    class Recorder(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+            events.append(f"revoked {len(revoked)}")
+
+        def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+            events.append(f"assigned {len(assigned)}")
+
+    consumer.subscribe(["api"], listener=Recorder())
+    drain(consumer, 20)
+    generation = consumer.group_metadata().generation_id
+    consumer.enforce_rebalance()
+    deadline = time.monotonic() + 10
+    while consumer.group_metadata().generation_id == generation and time.monotonic() < deadline:
+        consumer.poll(timeout_ms=100)
+    assert consumer.group_metadata().generation_id == generation + 1
+    assert events == ["assigned 2", "revoked 2", "assigned 2"]
+
+
+def test_pattern_subscription_picks_up_new_topics(loaded: EmbeddedCluster) -> None:
+    # new topics show up with the next metadata refresh (metadata_max_age_ms), as in Kafka
+    with consumer_for(loaded, metadata_max_age_ms=500) as consumer:
+        consumer.subscribe(pattern="ap.*")
+        assert len(drain(consumer, 20)) == 20
+        consumer.commit()  # the rebalance for the new topic restarts from committed offsets
+        loaded.create_topic("apx", 1)
+        loaded.produce("apx", [b"new"])
+        records = drain(consumer, 1, timeout_s=20)
+        assert [r.topic for r in records] == ["apx"] and consumer.subscription() == {"api", "apx"}
+
+
+def test_manual_assign_without_group(loaded: EmbeddedCluster) -> None:
+    with GroupConsumer(bootstrap_servers=loaded.bootstrap_servers, auto_offset_reset="earliest") as c:
+        c.assign([TopicPartition("api", 1)])
+        assert {r.partition for r in drain(c, 10)} == {1}
+        with pytest.raises(IllegalStateError):
+            c.commit()
+        with pytest.raises(IllegalStateError):
+            c.subscribe(["api"])
+
+
+def test_iteration_stops_after_consumer_timeout(loaded: EmbeddedCluster) -> None:
+    with consumer_for(loaded, consumer_timeout_ms=1500, value_deserializer=bytes.decode) as c:
+        c.subscribe(["api"])
+        values = [r.value for r in c]
+    assert sorted(values) == sorted(f"r{i}" for i in range(20))
+
+
+def test_gzip_batches_from_kafka_python_producer(cluster: EmbeddedCluster) -> None:
+    cluster.create_topic("zipped", 1)
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, compression_type="gzip", linger_ms=50)
+    for i in range(50):
+        producer.send("zipped", key=b"k", value=f"z{i}".encode() * 20, headers=[("h", b"v")])
+    producer.flush()
+    producer.close()
+    with consumer_for(cluster, group_id="zip") as c:
+        c.subscribe(["zipped"])
+        records = drain(c, 50)
+    assert [r.value for r in records] == [f"z{i}".encode() * 20 for i in range(50)]
+    assert records[0].key == b"k" and records[0].headers == [("h", b"v")]
+
+
+def test_wakeup_from_another_thread_interrupts_a_blocked_poll(consumer: GroupConsumer) -> None:
+    consumer.subscribe(["api"])
+    drain(consumer, 20)  # caught up: the next poll blocks
+    woke: list[float] = []
+
+    refused: list[str] = []
+
+    def wake() -> None:
+        time.sleep(0.5)
+        # the owning thread is inside poll(): any other call from here is refused at once
+        try:
+            consumer.assignment()
+        except Exception as exc:
+            refused.append(type(exc).__name__)
+        woke.append(time.monotonic())
+        consumer.wakeup()
+
+    threading.Thread(target=wake).start()
+    with pytest.raises(WakeupError):
+        consumer.poll(timeout_ms=10_000)
+    latency = time.monotonic() - woke[0]
+    assert latency < 1.0, latency  # the spec is 100 ms; benchmarks/ reports the figure
+    assert refused == ["ConcurrentAccessError"]
+    assert consumer.poll(timeout_ms=100) == {}  # usable again
