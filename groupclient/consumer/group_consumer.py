@@ -145,7 +145,10 @@ class GroupConsumer:
                     if records:
                         self._raise_pending()
                         return records
-                self._client.poll_until(None, Timer(self._clock, min(timer.remaining_ms(), 100)))
+                # wait for network events: a fetch answer comes within fetch_max_wait_ms, and
+                # wakeup() or another thread's send interrupts the wait at once
+                wait = min(timer.remaining_ms(), self.config["fetch_max_wait_ms"] + 100, 1000)
+                self._client.poll_until(None, Timer(self._clock, wait))
                 if timer.expired():
                     self._raise_pending()
                     return {}

@@ -18,6 +18,8 @@ from .membership import GroupMembership
 
 log = logging.getLogger("groupclient.group")
 
+IDLE_CHECK_MS = 250  # how often a non-stable member's thread looks whether it became stable
+
 
 class HeartbeatThread(threading.Thread):
     def __init__(self, membership: GroupMembership, on_poll_timeout: Callable[[], None]) -> None:
@@ -53,7 +55,7 @@ class HeartbeatThread(threading.Thread):
         with m._lock:
             stable = m.state is MemberState.STABLE
         if not stable:
-            return 100  # the application thread drives joins; look again soon
+            return IDLE_CHECK_MS  # the application thread drives joins; this thread waits for STABLE
         if m.heartbeat.poll_timeout_expired(now):
             log.warning("group %s: poll() was not called within max_poll_interval_ms (%d ms); leaving the group",
                         m.config.group_id, m.config.rebalance_timeout_ms)
@@ -72,5 +74,6 @@ class HeartbeatThread(threading.Thread):
             m.send_heartbeat()
         # poll so that answers are read even while the application is busy
         m.client.poll_until(None, Timer(m.clock, 0), wakeup=False)
+        # sleep until something is due: the next heartbeat or the poll deadline, nothing sooner
         next_heartbeat = m.heartbeat.time_to_next_heartbeat(m.clock.monotonic_ms())
-        return min(next_heartbeat, m.heartbeat.time_to_poll_timeout(now), 100)
+        return min(next_heartbeat, m.heartbeat.time_to_poll_timeout(now) + 1)
