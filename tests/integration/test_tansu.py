@@ -79,3 +79,20 @@ def test_mixed_with_kafka_python_on_tansu(tansu_broker: BrokerProcess, peers: Pe
     assert wait_until(lambda: all_consumed(members, expected), 60), [m.describe() for m in members]
     assert wait_until(lambda: committed(tansu_broker, group, topic) == {p: counts[p] for p in range(PARTITIONS)}, 30)
     assert not any(m.errors for m in members), [m.describe() for m in members]
+
+
+def test_member_exceeding_max_poll_interval_on_tansu(tansu_broker: BrokerProcess, peers: PeerSet) -> None:
+    topic, group = new_topic(tansu_broker), f"g-{uuid.uuid4().hex[:6]}"
+    counts: Counter[int] = Counter()
+    fast = peers.start("groupclient", tansu_broker.bootstrap, group, topic)
+    slow = peers.start("groupclient", tansu_broker.bootstrap, group, topic,
+                       extra=["--max-poll-interval-ms", "4000", "--stall-after", "1", "--stall-ms", "9000"])
+    assert peer_cover([fast, slow]), [fast.describe(), slow.describe()]
+    expected = produce(tansu_broker, topic, 200, counts)
+    assert slow.wait_for(lambda p: p.has_event("stalled"), 40), slow.describe()
+    assert next(e for e in slow.events if e["event"] == "stalled")["assignment"] == []
+    assert slow.wait_for(lambda p: p.has_event("lost"), 30), slow.describe()
+    assert peer_cover([fast, slow]), [fast.describe(), slow.describe()]
+    expected |= produce(tansu_broker, topic, 100, counts)
+    assert wait_until(lambda: all_consumed([fast, slow], expected), 60), [fast.describe(), slow.describe()]
+    assert wait_until(lambda: committed(tansu_broker, group, topic) == {p: counts[p] for p in range(PARTITIONS)}, 30)
