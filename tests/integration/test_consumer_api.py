@@ -192,3 +192,31 @@ def test_wakeup_from_another_thread_interrupts_a_blocked_poll(consumer: GroupCon
     assert latency < 1.0, latency  # the spec is 100 ms; benchmarks/ reports the figure
     assert refused == ["ConcurrentAccessError"]
     assert consumer.poll(timeout_ms=100) == {}  # usable again
+
+
+def test_a_custom_assignor_is_used_and_a_broken_one_is_reported(loaded: EmbeddedCluster) -> None:
+    from groupclient.assignors import PartitionAssignor
+    from groupclient.group.consumer_protocol import Assignment
+
+    class OnlyPartitionOne(PartitionAssignor):
+        name = "only-one"
+
+        def assign(self, partitions_per_topic: Any, subscriptions: Any) -> dict[str, Assignment]:
+            first = sorted(subscriptions)[0]
+            return {m: Assignment([TopicPartition("api", 1)] if m == first else []) for m in subscriptions}
+
+    class Broken(PartitionAssignor):
+        name = "broken"
+
+        def assign(self, partitions_per_topic: Any, subscriptions: Any) -> dict[str, Assignment]:
+            return {m: Assignment([TopicPartition("api", 99)]) for m in subscriptions}
+
+    with consumer_for(loaded, group_id="custom", partition_assignment_strategy=[OnlyPartitionOne]) as c:
+        c.subscribe(["api"])
+        assert {r.partition for r in drain(c, 10)} == {1}
+        assert c.assignment() == {TopicPartition("api", 1)}
+    with consumer_for(loaded, group_id="broken", partition_assignment_strategy=[Broken]) as c:
+        c.subscribe(["api"])
+        with pytest.raises(ValueError, match="does not exist"):
+            drain(c, 1, timeout_s=10)
+        assert c.assignment() == set()

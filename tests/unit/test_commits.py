@@ -1,0 +1,122 @@
+"""OffsetCommit answers, through the error table, with a scripted network and a fake clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kafka.protocol.consumer.group import OffsetCommitResponse
+from kafka.structs import OffsetAndMetadata, TopicPartition
+
+from groupclient.assignors import RangeAssignor
+from groupclient.clock import FakeClock, Timer
+from groupclient.consumer.listener import ListenerCalls
+from groupclient.consumer.subscription import SubscriptionState
+from groupclient.errors import CommitFailedError, FatalGroupError, KafkaTimeoutError
+from groupclient.group.consumer_coordinator import ConsumerCoordinator
+from groupclient.group.member_state import MemberState
+from groupclient.group.membership import Generation, GroupConfig, GroupMembership
+from groupclient.protocol.apis import ApiKey
+from groupclient.protocol.errors import ErrorCode
+
+from .scripted_network import ScriptedClient
+from .test_membership import find_ok
+
+E = ErrorCode
+TP = TopicPartition("t", 0)
+OFFSETS = {TP: OffsetAndMetadata(5, "", -1)}
+
+
+def commit_answer(*errors: ErrorCode) -> Any:
+    answers = iter(errors)
+
+    def respond(req: Any) -> Any:
+        code = next(answers)
+        T = OffsetCommitResponse.OffsetCommitResponseTopic
+        return OffsetCommitResponse(version=req.version, throttle_time_ms=0, topics=[
+            T(name="t", partitions=[T.OffsetCommitResponsePartition(partition_index=0, error_code=int(code))])])
+    return respond
+
+
+@pytest.fixture
+def stable() -> tuple[ConsumerCoordinator, ScriptedClient, FakeClock]:
+    clock = FakeClock()
+    net = ScriptedClient(clock)
+    net.on(ApiKey.FIND_COORDINATOR, find_ok)
+    subscription = SubscriptionState("earliest")
+    subscription.subscribe({"t"}, None)
+    coordinator = ConsumerCoordinator(subscription, [RangeAssignor()], ListenerCalls(), False, 5000)
+    membership = GroupMembership(net, clock, GroupConfig("g", None, 10000, 60000, 3000, 100, 30000),  # type: ignore[arg-type]
+                                 coordinator)
+    coordinator.membership = membership
+    assert membership.ensure_coordinator_ready(Timer(clock, 1000))
+    membership.generation = Generation(3, "m-1", "range")
+    membership.state = MemberState.STABLE
+    membership.rejoin_reason = None
+    return coordinator, net, clock
+
+
+def test_commit_carries_generation_and_member(stable: Any) -> None:
+    coordinator, net, clock = stable
+    net.on(ApiKey.OFFSET_COMMIT, commit_answer(E.NONE))
+    coordinator.commit_sync(OFFSETS, Timer(clock, 1000))
+    req = net.requests(ApiKey.OFFSET_COMMIT)[0]
+    assert (req.generation_id_or_member_epoch, req.member_id) == (3, "m-1")
+    assert req.topics[0].partitions[0].committed_offset == 5
+
+
+def test_retriable_errors_are_retried_within_the_timeout(stable: Any) -> None:
+    coordinator, net, clock = stable
+    net.on(ApiKey.OFFSET_COMMIT, commit_answer(E.COORDINATOR_LOAD_IN_PROGRESS, E.NOT_COORDINATOR, E.NONE))
+    coordinator.commit_sync(OFFSETS, Timer(clock, 5000))
+    assert len(net.requests(ApiKey.OFFSET_COMMIT)) == 3
+    assert len(net.requests(ApiKey.FIND_COORDINATOR)) == 2  # NOT_COORDINATOR: looked up again
+
+
+@pytest.mark.parametrize("error, state, member_id", [
+    (E.REBALANCE_IN_PROGRESS, MemberState.STABLE, "m-1"),
+    (E.ILLEGAL_GENERATION, MemberState.UNJOINED, "m-1"),
+    (E.UNKNOWN_MEMBER_ID, MemberState.UNJOINED, ""),
+])
+def test_group_errors_fail_the_commit_and_ask_for_a_rejoin(stable: Any, error: ErrorCode,
+                                                          state: MemberState, member_id: str) -> None:
+    coordinator, net, clock = stable
+    net.on(ApiKey.OFFSET_COMMIT, commit_answer(error))
+    with pytest.raises(CommitFailedError, match="rebalanced"):
+        coordinator.commit_sync(OFFSETS, Timer(clock, 5000))
+    membership = coordinator.membership
+    assert membership.state is state and membership.generation.member_id == member_id
+    assert membership.rejoin_needed()
+
+
+def test_fatal_commit_error_is_raised(stable: Any) -> None:
+    coordinator, net, clock = stable
+    net.on(ApiKey.OFFSET_COMMIT, commit_answer(E.OFFSET_METADATA_TOO_LARGE))
+    with pytest.raises(FatalGroupError):
+        coordinator.commit_sync(OFFSETS, Timer(clock, 5000))
+
+
+def test_commit_times_out_when_never_answered(stable: Any) -> None:
+    coordinator, net, clock = stable
+    net.on(ApiKey.OFFSET_COMMIT, lambda req: None)
+    with pytest.raises(KafkaTimeoutError):
+        coordinator.commit_sync(OFFSETS, Timer(clock, 2000))
+
+
+def test_commit_while_rebalancing_fails_without_a_request(stable: Any) -> None:
+    coordinator, net, clock = stable
+    coordinator.membership.state = MemberState.PREPARING_REBALANCE
+    with pytest.raises(CommitFailedError):
+        coordinator.commit_sync(OFFSETS, Timer(clock, 1000))
+    assert not net.requests(ApiKey.OFFSET_COMMIT)
+
+
+def test_async_commit_callbacks_wait_for_the_application_thread(stable: Any) -> None:
+    coordinator, net, clock = stable
+    net.on(ApiKey.OFFSET_COMMIT, commit_answer(E.NONE))
+    calls: list[Any] = []
+    coordinator.commit_async(OFFSETS, lambda offsets, error: calls.append((offsets, error)))
+    net.deliver()
+    assert calls == []  # completed, but the callback waits for poll()
+    coordinator.invoke_completed_commit_callbacks()
+    assert calls == [(OFFSETS, None)]
