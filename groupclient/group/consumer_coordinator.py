@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse
 from kafka.structs import OffsetAndMetadata, TopicPartition
@@ -25,6 +25,7 @@ from .membership import Generation, GroupMembership, JoinedMember, broker_error
 
 log = logging.getLogger("groupclient.group")
 
+T = TypeVar("T")
 CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata], Exception | None], Any]
 
 
@@ -176,7 +177,7 @@ class ConsumerCoordinator:
                 member_id=generation.member_id, group_instance_id=cfg.group_instance_id, retention_time_ms=-1,
                 topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=p) for t, p in by_topic.items()])
 
-        future = self.membership._send_to_coordinator(OffsetCommitRequest, OffsetCommitResponse, build)
+        future = self.membership.send_to_coordinator(OffsetCommitRequest, OffsetCommitResponse, build)
         return future.compose(lambda r, f: self._handle_commit(r, f, generation))
 
     def _handle_commit(self, response: Any, future: RequestFuture[None], sent: Generation) -> None:
@@ -193,10 +194,8 @@ class ConsumerCoordinator:
                     return future.failure(broker_error(p.error_code, "OffsetCommit"))
                 if action in (Action.REJOIN, Action.RESET_MEMBER, Action.RESET_GENERATION):
                     if action is not Action.REJOIN:
-                        with self.membership._lock:
-                            if self.membership.generation == sent:
-                                self.membership._reset_generation(f"OffsetCommit answered {error}",
-                                                                  keep_member_id=action is Action.RESET_GENERATION)
+                        self.membership.reset_generation_if(sent, f"OffsetCommit answered {error}",
+                                                            keep_member_id=action is Action.RESET_GENERATION)
                     else:
                         self.membership.request_rejoin("OffsetCommit: the group is rebalancing")
                     return future.failure(CommitFailedError(
@@ -209,20 +208,24 @@ class ConsumerCoordinator:
     def commit_sync(self, offsets: dict[TopicPartition, OffsetAndMetadata], timer: Timer) -> None:
         if not offsets:
             return
+        self._until_done(lambda: self._send_commit(offsets), timer, f"commit of {len(offsets)} offsets")
+
+    def _until_done(self, send: Callable[[], RequestFuture[T]], timer: Timer, what: str) -> T:
+        """Send to the coordinator and retry retriable failures, with backoff, until the timer ends."""
         while True:
             if not self.membership.ensure_coordinator_ready(timer):
-                raise KafkaTimeoutError("commit timed out looking for the group coordinator")
-            future = self._send_commit(offsets)
+                raise KafkaTimeoutError(f"{what}: no group coordinator found in time")
+            future = send()
             self.client.poll_until(future, timer)
             if future.succeeded():
-                return
+                return future.value
             if future.is_done():
                 exc = future.exception
                 assert exc is not None
                 if not (future.retriable() or isinstance(exc, RetriableError)):
                     raise exc
             if timer.expired():
-                raise KafkaTimeoutError(f"commit of {len(offsets)} offsets did not finish in time")
+                raise KafkaTimeoutError(f"{what} did not finish in time")
             self.client.sleep(self.membership.config.retry_backoff_ms, timer)
 
     def commit_async(self, offsets: dict[TopicPartition, OffsetAndMetadata], callback: CommitCallback | None) -> RequestFuture[None]:
@@ -258,32 +261,20 @@ class ConsumerCoordinator:
         by_topic: dict[str, list[int]] = {}
         for tp in sorted(partitions):
             by_topic.setdefault(tp.topic, []).append(tp.partition)
-        while True:
-            if not self.membership.ensure_coordinator_ready(timer):
-                raise KafkaTimeoutError("timed out looking for the group coordinator")
+        def build(version: int) -> Any:
+            if version >= 8:
+                G = OffsetFetchRequest.OffsetFetchRequestGroup
+                return OffsetFetchRequest(version=version, require_stable=True, groups=[G(
+                    group_id=cfg.group_id, topics=[G.OffsetFetchRequestTopics(name=t, partition_indexes=p)
+                                                   for t, p in by_topic.items()])])
+            return OffsetFetchRequest(version=version, group_id=cfg.group_id, require_stable=True, topics=[
+                OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in by_topic.items()])
 
-            def build(version: int) -> Any:
-                if version >= 8:
-                    G = OffsetFetchRequest.OffsetFetchRequestGroup
-                    return OffsetFetchRequest(version=version, require_stable=True, groups=[G(
-                        group_id=cfg.group_id, topics=[G.OffsetFetchRequestTopics(name=t, partition_indexes=p)
-                                                       for t, p in by_topic.items()])])
-                return OffsetFetchRequest(version=version, group_id=cfg.group_id, require_stable=True, topics=[
-                    OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in by_topic.items()])
+        def send() -> RequestFuture[dict[TopicPartition, OffsetAndMetadata | None]]:
+            future = self.membership.send_to_coordinator(OffsetFetchRequest, OffsetFetchResponse, build)
+            return future.compose(self._handle_offset_fetch)
 
-            future = self.membership._send_to_coordinator(OffsetFetchRequest, OffsetFetchResponse, build)
-            result: RequestFuture[dict[TopicPartition, OffsetAndMetadata | None]] = future.compose(self._handle_offset_fetch)
-            self.client.poll_until(result, timer)
-            if result.succeeded():
-                return result.value
-            if result.is_done():
-                exc = result.exception
-                assert exc is not None
-                if not (result.retriable() or isinstance(exc, RetriableError)):
-                    raise exc
-            if timer.expired():
-                raise KafkaTimeoutError("fetching committed offsets did not finish in time")
-            self.client.sleep(cfg.retry_backoff_ms, timer)
+        return self._until_done(send, timer, "fetching committed offsets")
 
     def _handle_offset_fetch(self, response: Any, future: RequestFuture[dict[TopicPartition, OffsetAndMetadata | None]]) -> None:
         if response.version >= 8:

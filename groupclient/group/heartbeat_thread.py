@@ -13,7 +13,6 @@ import threading
 from collections.abc import Callable
 
 from ..clock import Timer
-from .member_state import MemberState
 from .membership import GroupMembership
 
 log = logging.getLogger("groupclient.group")
@@ -42,9 +41,7 @@ class HeartbeatThread(threading.Thread):
                 wait_ms = self._step()
             except Exception as exc:  # surfaced from poll(), never lost
                 log.exception("heartbeat thread failed")
-                with m._lock:
-                    if m.fatal_error is None:
-                        m.fatal_error = exc
+                m.set_fatal(exc)
                 wait_ms = m.config.retry_backoff_ms
             self._wake.wait(max(wait_ms, 1) / 1000)
             self._wake.clear()
@@ -52,9 +49,7 @@ class HeartbeatThread(threading.Thread):
     def _step(self) -> int:
         m = self.membership
         now = m.clock.monotonic_ms()
-        with m._lock:
-            stable = m.state is MemberState.STABLE
-        if not stable:
+        if not m.is_stable():
             return IDLE_CHECK_MS  # the application thread drives joins; this thread waits for STABLE
         if m.heartbeat.poll_timeout_expired(now):
             log.warning("group %s: poll() was not called within max_poll_interval_ms (%d ms); leaving the group",

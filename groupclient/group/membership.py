@@ -132,6 +132,22 @@ class GroupMembership:
         if self.rejoin_reason is None:
             self.rejoin_reason = reason
 
+    def reset_generation_if(self, sent: Generation, reason: str, keep_member_id: bool) -> None:
+        """Forget the generation if it is still the one a request was sent in (stale answers change nothing)."""
+        with self._lock:
+            if self.generation == sent:
+                self._reset_generation(reason, keep_member_id)
+
+    def is_stable(self) -> bool:
+        with self._lock:
+            return self.state is MemberState.STABLE
+
+    def set_fatal(self, error: BaseException) -> None:
+        """Keep the first fatal error for poll() to raise (called from any thread)."""
+        with self._lock:
+            if self.fatal_error is None:
+                self.fatal_error = error
+
     def current_generation(self) -> Generation:
         with self._lock:
             return self.generation
@@ -212,7 +228,7 @@ class GroupMembership:
         self.heartbeat.reset_timeouts(self.clock.monotonic_ms())
         future.success(connection_id)
 
-    def _send_to_coordinator(self, request_cls: Any, response_cls: Any, build: Callable[[int], Any],
+    def send_to_coordinator(self, request_cls: Any, response_cls: Any, build: Callable[[int], Any],
                              timeout_ms: int | None = None) -> RequestFuture[Any]:
         with self._lock:
             coordinator = self.coordinator_id
@@ -281,7 +297,7 @@ class GroupMembership:
         # the coordinator holds a JoinGroup for up to the rebalance timeout
         timeout = max(cfg.request_timeout_ms, cfg.rebalance_timeout_ms + 5000)
         log.info("group %s: joining (%s)", cfg.group_id, reason)
-        future = self._send_to_coordinator(JoinGroupRequest, JoinGroupResponse, build, timeout)
+        future = self.send_to_coordinator(JoinGroupRequest, JoinGroupResponse, build, timeout)
         joined: RequestFuture[bytes] = future.compose(lambda r, f: self._handle_join(r, f, sent))
         joined.add_errback(lambda exc: self._on_join_failed(exc))
         return joined
@@ -340,7 +356,7 @@ class GroupMembership:
                                     protocol_type=PROTOCOL_TYPE, protocol_name=sent.protocol_name,
                                     assignments=entries)
 
-        future = self._send_to_coordinator(SyncGroupRequest, SyncGroupResponse, build)
+        future = self.send_to_coordinator(SyncGroupRequest, SyncGroupResponse, build)
         return future.compose(lambda r, f: self._handle_sync(r, f, sent))
 
     def _handle_sync(self, response: Any, future: RequestFuture[bytes], sent: Generation) -> None:
@@ -373,7 +389,7 @@ class GroupMembership:
             return HeartbeatRequest(version=version, group_id=cfg.group_id, generation_id=sent.generation_id,
                                     member_id=sent.member_id, group_instance_id=cfg.group_instance_id)
 
-        future = self._send_to_coordinator(HeartbeatRequest, HeartbeatResponse, build)
+        future = self.send_to_coordinator(HeartbeatRequest, HeartbeatResponse, build)
         future.add_errback(lambda exc: self.heartbeat.failed(self.clock.monotonic_ms()))
         return future.compose(lambda r, f: self._handle_heartbeat(r, f, sent))
 
@@ -420,5 +436,5 @@ class GroupMembership:
                                                      reason=reason)])
             return LeaveGroupRequest(version=version, group_id=cfg.group_id, member_id=generation.member_id)
 
-        future = self._send_to_coordinator(LeaveGroupRequest, LeaveGroupResponse, build)
+        future = self.send_to_coordinator(LeaveGroupRequest, LeaveGroupResponse, build)
         return future.compose(lambda r, f: f.success(None))
