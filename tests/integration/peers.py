@@ -28,9 +28,13 @@ class Peer:
                  extra: list[str] | None = None) -> None:
         self.kind = kind
         self.name = client_id or f"{kind}-{os.urandom(2).hex()}"
-        cmd = [sys.executable, str(PEERS_DIR / SCRIPTS[kind]), "--bootstrap", bootstrap, "--group", group,
-               "--topic", topic, "--strategy", strategy, "--client-id", self.name,
-               "--session-ms", str(session_ms)]
+        if kind == "java":
+            from tests.kafka.java_peer import java_peer_command
+            program = java_peer_command()
+        else:
+            program = [sys.executable, str(PEERS_DIR / SCRIPTS[kind])]
+        cmd = [*program, "--bootstrap", bootstrap, "--group", group, "--topic", topic, "--strategy", strategy,
+               "--client-id", self.name, "--session-ms", str(session_ms)]
         if instance_id:
             cmd += ["--instance-id", instance_id]
         cmd += extra or []
@@ -57,7 +61,7 @@ class Peer:
                 kind = event["event"]
                 if kind == "assigned":
                     self.assignment = set(event["partitions"])
-                elif kind in ("revoked", "lost") and self.kind in ("kafka-python", "groupclient"):
+                elif kind in ("revoked", "lost") and self.kind in ("kafka-python", "groupclient", "java"):
                     self.assignment -= set(event["partitions"])
                 elif kind == "records":
                     for partition, offset, value in event["items"]:

@@ -10,43 +10,28 @@ import uuid
 from collections import Counter
 
 import pytest
-from kafka import KafkaProducer
-from kafka.admin import KafkaAdminClient, NewTopic
-
 from benchmarks.brokers import BrokerProcess
-from groupclient import GroupConsumer, TopicPartition
-from tests.integration.peers import Peer, PeerSet, all_consumed, exclusive_cover, wait_until
+from tests.integration import external
+from tests.integration.peers import Peer, PeerSet, all_consumed, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.tansu]
 PARTITIONS = 4
 
 
 def new_topic(broker: BrokerProcess) -> str:
-    topic = f"t-{uuid.uuid4().hex[:8]}"
-    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
-    admin.close()
-    return topic
+    return external.new_topic(broker.bootstrap, PARTITIONS)
 
 
 def produce(broker: BrokerProcess, topic: str, count: int, counts: Counter[int]) -> set[tuple[int, int]]:
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
-    futures = [producer.send(topic, f"v{i}".encode(), partition=i % PARTITIONS) for i in range(count)]
-    producer.flush()
-    placed = {(m.partition, m.offset) for m in (f.get(10) for f in futures)}
-    producer.close()
-    for partition, _ in placed:
-        counts[partition] += 1
-    return placed
+    return external.produce(broker.bootstrap, topic, count, PARTITIONS, counts)
 
 
 def peer_cover(members: list[Peer], timeout_s: float = 60) -> bool:
-    return wait_until(lambda: exclusive_cover((m.assignment for m in members), PARTITIONS), timeout_s)
+    return external.peer_cover(members, PARTITIONS, timeout_s)
 
 
 def committed(broker: BrokerProcess, group: str, topic: str) -> dict[int, int | None]:
-    with GroupConsumer(bootstrap_servers=broker.bootstrap, group_id=group) as reader:
-        return {p: reader.committed(TopicPartition(topic, p), timeout_ms=10000) for p in range(PARTITIONS)}
+    return external.committed(broker.bootstrap, group, topic, PARTITIONS)
 
 
 def test_group_consumers_on_tansu(tansu_broker: BrokerProcess, peers: PeerSet) -> None:

@@ -1,0 +1,203 @@
+"""A real Apache Kafka broker (KRaft, single node) for tests, from Maven Central jars.
+
+``fetch()`` resolves the broker and its dependencies with ``mvn dependency:copy-dependencies``
+into ``~/.cache/groupclient/kafka-<version>/libs`` (nothing is committed); ``KafkaBroker`` formats
+a KRaft log directory and runs the broker on 127.0.0.1 with ephemeral ports and
+``group.initial.rebalance.delay.ms=0``.  ``python -m tests.kafka.broker fetch|run`` does the same
+from the command line.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from types import TracebackType
+
+KAFKA_VERSION = os.environ.get("GROUPCLIENT_KAFKA_VERSION", "4.1.1")
+LOG4J_VERSION = "2.24.3"
+CACHE = Path(os.environ.get("GROUPCLIENT_CACHE", Path.home() / ".cache" / "groupclient"))
+
+POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>groupclient.tests</groupId>
+  <artifactId>kafka-broker</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>{kafka}</version></dependency>
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>{log4j}</version></dependency>
+  </dependencies>
+</project>
+"""
+
+LOG4J2 = """<Configuration status="WARN">
+  <Appenders><Console name="out" target="SYSTEM_OUT"><PatternLayout pattern="[%d] %p %m (%c)%n"/></Console></Appenders>
+  <Loggers>
+    <Logger name="kafka.coordinator.group" level="INFO"/>
+    <Logger name="org.apache.kafka.coordinator.group" level="INFO"/>
+    <Root level="WARN"><AppenderRef ref="out"/></Root>
+  </Loggers>
+</Configuration>
+"""
+
+
+def missing_tools() -> list[str]:
+    return [tool for tool in ("java", "javac", "mvn") if shutil.which(tool) is None]
+
+
+def home(version: str = KAFKA_VERSION) -> Path:
+    return CACHE / f"kafka-{version}"
+
+
+def fetch(version: str = KAFKA_VERSION) -> Path:
+    """The directory of the broker's jars, downloading them first if needed."""
+    target = home(version)
+    libs = target / "libs"
+    done = target / ".complete"
+    if done.exists():
+        return libs
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "pom.xml").write_text(POM.format(kafka=version, log4j=LOG4J_VERSION))
+    started = time.monotonic()
+    subprocess.run(["mvn", "-q", "-B", "-f", str(target / "pom.xml"), "dependency:copy-dependencies",
+                    f"-DoutputDirectory={libs}", "-DincludeScope=runtime"], check=True, timeout=900)
+    (target / "log4j2.xml").write_text(LOG4J2)
+    done.write_text(f"fetched in {time.monotonic() - started:.1f} s\n")
+    return libs
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _random_cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class KafkaBroker:
+    """Context manager: a formatted, running single-node KRaft broker on 127.0.0.1."""
+
+    def __init__(self, version: str = KAFKA_VERSION, start_timeout_s: float = 90) -> None:
+        self.version = version
+        self.start_timeout_s = start_timeout_s
+        self.port = _free_port()
+        self.controller_port = _free_port()
+        self.workdir = Path(tempfile.mkdtemp(prefix="groupclient-kafka-"))
+        self.log_path = self.workdir / "broker.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.libs = fetch(version)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _java(self, *args: str) -> list[str]:
+        return ["java", "-Xms256m", "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                f"-Dlog4j2.configurationFile={home(self.version) / 'log4j2.xml'}",
+                "-cp", f"{self.libs}/*", *args]
+
+    def _configure(self) -> Path:
+        props = self.workdir / "server.properties"
+        props.write_text("\n".join([
+            "process.roles=broker,controller", "node.id=1",
+            f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
+            f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names=CONTROLLER", "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            f"log.dirs={self.workdir / 'data'}",
+            "offsets.topic.replication.factor=1", "offsets.topic.num.partitions=10",
+            "transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1",
+            "share.coordinator.state.topic.replication.factor=1", "share.coordinator.state.topic.min.isr=1",
+            "group.initial.rebalance.delay.ms=0", "auto.create.topics.enable=true", "num.partitions=1", "",
+        ]))
+        return props
+
+    def start(self) -> KafkaBroker:
+        props = self.workdir / "server.properties"
+        if not props.exists():
+            props = self._configure()
+            subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", _random_cluster_id(),
+                                      "-c", str(props)), check=True, capture_output=True, timeout=120)
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(self._java("kafka.Kafka", str(props)), stdout=log, stderr=subprocess.STDOUT)
+        self._wait_until_serving()
+        return self
+
+    def _wait_until_serving(self) -> None:
+        from kafka.admin import KafkaAdminClient
+
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"Kafka exited with {self.proc.returncode}; log: {self.log_path}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    pass
+                admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000)
+                admin.describe_cluster()
+                admin.close()
+                return
+            except Exception:
+                time.sleep(0.3)
+        raise TimeoutError(f"Kafka did not answer within {self.start_timeout_s} s; log: {self.log_path}")
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+    def restart(self) -> None:
+        """Stop and start on the same ports and data: clients must find the coordinator again."""
+        self.stop()
+        self.start()
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> KafkaBroker:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def main(argv: list[str]) -> int:
+    command = argv[0] if argv else "run"
+    if missing_tools():
+        print(f"missing: {', '.join(missing_tools())}", file=sys.stderr)
+        return 2
+    if command == "fetch":
+        print(fetch())
+        return 0
+    with KafkaBroker() as broker:
+        print(f"bootstrap_servers={broker.bootstrap} log={broker.log_path}", flush=True)
+        try:
+            signal.sigwait({signal.SIGINT, signal.SIGTERM})
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    sys.exit(main(sys.argv[1:]))
