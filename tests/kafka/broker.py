@@ -128,7 +128,8 @@ class KafkaBroker:
         props = self.workdir / "server.properties"
         if not props.exists():
             props = self._configure()
-            subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", _random_cluster_id(),
+            # "--cluster-id=ID": a random id may start with "-", which would read as an option
+            subprocess.run(self._java("kafka.tools.StorageTool", "format", f"--cluster-id={_random_cluster_id()}",
                                       "-c", str(props)), check=True, capture_output=True, timeout=120)
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(self._java("kafka.Kafka", str(props)), stdout=log, stderr=subprocess.STDOUT)
