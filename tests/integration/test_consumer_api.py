@@ -174,9 +174,13 @@ def test_wakeup_from_another_thread_interrupts_a_blocked_poll(consumer: GroupCon
     woke: list[float] = []
 
     refused: list[str] = []
+    owner = threading.get_ident()
 
     def wake() -> None:
-        time.sleep(0.5)
+        # wait (bounded) until the owning thread is inside poll()
+        deadline = time.monotonic() + 10
+        while consumer._ownership._owner != owner and time.monotonic() < deadline:
+            threading.Event().wait(0.005)
         # the owning thread is inside poll(): any other call from here is refused at once
         try:
             consumer.assignment()
