@@ -47,11 +47,12 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout_s} s")
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def stop_process(proc: subprocess.Popen[bytes], timeout_s: float = 15) -> None:
+    """SIGTERM, then SIGKILL if it does not exit in time."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
-            proc.wait(15)
+            proc.wait(timeout_s)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
@@ -81,7 +82,7 @@ def tansu() -> Iterator[BrokerProcess]:
         _wait_for_port(port, proc)
         yield BrokerProcess("tansu", f"127.0.0.1:{port}", proc)
     finally:
-        _stop(proc)
+        stop_process(proc)
 
 
 @contextlib.contextmanager
@@ -98,7 +99,7 @@ def coordinator(*extra: str) -> Iterator[BrokerProcess]:
             _wait_for_port(port, proc)
             yield BrokerProcess("groupclient", f"127.0.0.1:{port}", proc)
         finally:
-            _stop(proc)
+            stop_process(proc)
 
 
 def cpu_seconds(pid: int) -> float:

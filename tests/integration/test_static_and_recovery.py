@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 from confluent_kafka import Producer
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from benchmarks.brokers import free_port
 from groupclient.coordinator import EmbeddedCluster
 from tests.integration.peers import PeerSet, all_consumed, wait_stable_cover, wait_until
 
@@ -70,14 +70,8 @@ def consume_and_commit(bootstrap: str, topic: str, group: str, count: int) -> No
     assert got == count
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_restart_with_data_dir_keeps_offsets_topics_and_records(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     with EmbeddedCluster(data_dir=tmp_path, ports=[port], group_initial_rebalance_delay_ms=0) as c1:
         c1.create_topic("persisted", 3)
         c1.produce("persisted", [f"v{i}".encode() for i in range(50)])
@@ -94,7 +88,7 @@ def test_restart_with_data_dir_keeps_offsets_topics_and_records(tmp_path: Path) 
 
 def test_crash_of_the_coordinator_process_loses_no_commit(tmp_path: Path) -> None:
     """SIGKILL the CLI coordinator after commits; a restart on the same data dir has them."""
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "groupclient.coordinator", "--port", str(port), "--data-dir", str(tmp_path),
            "--initial-rebalance-delay-ms", "0", "--topic", "crash:2"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

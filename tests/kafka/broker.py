@@ -22,6 +22,8 @@ import uuid
 from pathlib import Path
 from types import TracebackType
 
+from benchmarks.brokers import free_port, stop_process
+
 KAFKA_VERSION = os.environ.get("GROUPCLIENT_KAFKA_VERSION", "4.1.1")
 LOG4J_VERSION = "2.24.3"
 CACHE = Path(os.environ.get("GROUPCLIENT_CACHE", Path.home() / ".cache" / "groupclient"))
@@ -75,12 +77,6 @@ def fetch(version: str = KAFKA_VERSION) -> Path:
     return libs
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _random_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
@@ -91,8 +87,8 @@ class KafkaBroker:
     def __init__(self, version: str = KAFKA_VERSION, start_timeout_s: float = 90) -> None:
         self.version = version
         self.start_timeout_s = start_timeout_s
-        self.port = _free_port()
-        self.controller_port = _free_port()
+        self.port = free_port()
+        self.controller_port = free_port()
         self.workdir = Path(tempfile.mkdtemp(prefix="groupclient-kafka-"))
         self.log_path = self.workdir / "broker.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -157,13 +153,8 @@ class KafkaBroker:
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+        if proc is not None:
+            stop_process(proc, timeout_s=30)
 
     def restart(self) -> None:
         """Stop and start on the same ports and data: clients must find the coordinator again."""
