@@ -224,3 +224,32 @@ def test_a_custom_assignor_is_used_and_a_broken_one_is_reported(loaded: Embedded
         with pytest.raises(ValueError, match="does not exist"):
             drain(c, 1, timeout_s=10)
         assert c.assignment() == set()
+
+
+def test_survives_dropped_connections_coordinator_errors_and_slow_answers(loaded: EmbeddedCluster) -> None:
+    from groupclient.coordinator import FaultKind, FaultRule
+    from groupclient.protocol.apis import ApiKey
+    from groupclient.protocol.errors import ErrorCode
+
+    for rule in (
+        FaultRule(ApiKey.FIND_COORDINATOR, FaultKind.ERROR, count=2, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE),
+        FaultRule(ApiKey.JOIN_GROUP, FaultKind.DROP),
+        FaultRule(ApiKey.JOIN_GROUP, FaultKind.ERROR, error_code=ErrorCode.NOT_COORDINATOR),
+        FaultRule(ApiKey.SYNC_GROUP, FaultKind.DELAY, delay_ms=700),
+        FaultRule(ApiKey.OFFSET_FETCH, FaultKind.ERROR, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),
+        FaultRule(ApiKey.FETCH, FaultKind.DROP),
+        FaultRule(ApiKey.OFFSET_COMMIT, FaultKind.ERROR, error_code=ErrorCode.NOT_COORDINATOR),
+        FaultRule(ApiKey.HEARTBEAT, FaultKind.DROP, count=2),
+    ):
+        loaded.inject_fault(rule)
+    with consumer_for(loaded, group_id="faulty", heartbeat_interval_ms=200) as c:
+        c.subscribe(["api"])
+        assert sorted(r.value for r in drain(c, 20, timeout_s=30)) == sorted(f"r{i}".encode() for i in range(20))
+        c.commit(timeout_ms=10_000)  # retried past NOT_COORDINATOR
+        deadline = time.monotonic() + 10
+        while len(loaded.faults_fired()) < 10 and time.monotonic() < deadline:
+            c.poll(timeout_ms=100)  # heartbeats keep going through their dropped connections
+        assert c.assignment() == {TopicPartition("api", 0), TopicPartition("api", 1)}
+    fired = {(key, kind) for _, key, kind in loaded.faults_fired()}
+    assert len(fired) == 8 and len(loaded.faults_fired()) == 10  # every rule fired, all were survived
+    assert loaded.committed_offsets("faulty") == {("api", 0): 10, ("api", 1): 10}
