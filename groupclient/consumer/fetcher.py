@@ -16,7 +16,6 @@ from typing import Any
 from kafka.consumer.fetcher import ConsumerRecord
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
-from kafka.record import MemoryRecords
 from kafka.structs import TopicPartition
 
 from ..clock import Timer
@@ -25,6 +24,7 @@ from ..network.client import NetworkClient
 from ..network.future import RequestFuture
 from ..protocol.error_table import Action, action_for
 from ..protocol.errors import ErrorCode
+from .records import decode_records
 from .subscription import SubscriptionState
 
 log = logging.getLogger("groupclient.consumer")
@@ -53,29 +53,10 @@ class CompletedFetch:
     def __init__(self, tp: TopicPartition, fetch_offset: int, data: bytes, config: FetchConfig) -> None:
         self.tp = tp
         self.fetch_offset = fetch_offset
-        self._records: Iterator[ConsumerRecord] = self._decode(data, config)
+        self._records: Iterator[ConsumerRecord] = decode_records(
+            data, fetch_offset, tp.topic, tp.partition, config.key_deserializer, config.value_deserializer,
+            config.check_crcs)
         self._peeked: ConsumerRecord | None = None
-
-    def _decode(self, data: bytes, config: FetchConfig) -> Iterator[ConsumerRecord]:
-        records = MemoryRecords(data)
-        kd, vd = config.key_deserializer, config.value_deserializer
-        topic, partition = self.tp
-        while (batch := records.next_batch()) is not None:
-            if config.check_crcs and hasattr(batch, "validate_crc") and not batch.validate_crc():
-                raise RetriableError(ErrorCode.CORRUPT_MESSAGE, f"CRC check failed for a batch of {self.tp}")
-            if getattr(batch, "is_control_batch", False):
-                continue
-            epoch = getattr(batch, "leader_epoch", -1)
-            for r in batch:
-                if r.offset < self.fetch_offset:
-                    continue  # a batch starts before the position we asked for
-                key, value = r.key, r.value
-                headers = list(r.headers)
-                yield ConsumerRecord(
-                    topic, partition, epoch, r.offset, r.timestamp, r.timestamp_type,
-                    kd(key) if kd and key is not None else key, vd(value) if vd and value is not None else value,
-                    headers, None, len(key) if key is not None else -1, len(value) if value is not None else -1,
-                    sum(len(k) + len(v or b"") for k, v in headers) if headers else -1)
 
     def take(self, limit: int) -> list[ConsumerRecord]:
         out = []

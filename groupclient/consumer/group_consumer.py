@@ -178,7 +178,7 @@ class GroupConsumer:
         if coordinator.metadata_changed_since_assignment():
             coordinator.assigned_snapshot = None
             membership.request_rejoin("partition metadata changed since the last assignment")
-        if membership.rejoin_needed() or membership.coordinator_unknown():
+        if membership.rejoin_needed_or_pending() or membership.coordinator_unknown():
             if not membership.join_group_if_needed(timer):
                 return False
             self._start_heartbeat_thread()

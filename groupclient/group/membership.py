@@ -122,6 +122,11 @@ class GroupMembership:
         with self._lock:
             return self.rejoin_reason is not None or self.state is not MemberState.STABLE
 
+    def rejoin_needed_or_pending(self) -> bool:
+        """A rejoin is needed, or a join future exists that join_group_if_needed has not consumed:
+        its answer may have been read by another poll, and its assignment must still be applied."""
+        return self._join_future is not None or self.rejoin_needed()
+
     def is_dynamic(self) -> bool:
         return self.config.group_instance_id is None
 
@@ -248,7 +253,7 @@ class GroupMembership:
     # -- joining -------------------------------------------------------------------------
     def join_group_if_needed(self, timer: Timer) -> bool:
         """Rejoin until STABLE or the timer runs out; True when the member has an assignment."""
-        while self.rejoin_needed():
+        while self.rejoin_needed_or_pending():
             if not self.ensure_coordinator_ready(timer):
                 return False
             if not self.prepared_for_join:

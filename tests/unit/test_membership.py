@@ -288,3 +288,19 @@ def test_poll_timeout_drops_partitions_before_leave_group_is_sent(setup: Any) ->
     thread._step()
     assert order == ["partitions dropped", "leave sent"]
     assert membership.state is MemberState.UNJOINED and membership.rejoin_needed()
+
+
+def test_a_join_completed_by_another_poll_is_still_applied(setup: Any) -> None:
+    """The SyncGroup answer may be read by a network poll outside join_group_if_needed (the
+    consumer's poll loop, after a short poll timeout): the assignment must still be applied."""
+    membership, net, hooks, clock = setup
+    net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req, leader="x"))
+    net.on(ApiKey.SYNC_GROUP, lambda req: None)  # held
+    assert not membership.join_group_if_needed(Timer(clock, 50))  # times out with SyncGroup in flight
+    net.on(ApiKey.SYNC_GROUP, sync_answer)
+    net.deliver()  # someone else's poll reads the answer
+    assert membership.state is MemberState.STABLE and not hooks.completed
+    assert membership.rejoin_needed_or_pending()
+    assert membership.join_group_if_needed(Timer(clock, 50))
+    assert hooks.completed == [(Generation(1, "m-1", "range"), b"mine")]
+    assert not membership.rejoin_needed_or_pending()

@@ -1,0 +1,124 @@
+"""Decoding fetched record batches into ``ConsumerRecord``s.
+
+Uncompressed v2 batches are decoded by a tight loop here (the hot path of a consumer); compressed
+and control batches, and anything unexpected, go through kafka-python's ``kafka.record``, which is
+also the reference the tests compare against.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from kafka.consumer.fetcher import ConsumerRecord
+from kafka.record.default_records import DefaultRecordBatch
+from kafka.record.util import calc_crc32c
+
+from ..errors import RetriableError
+from ..protocol.errors import ErrorCode
+
+# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
+# baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordCount
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_CRC_START = 21
+_COMPRESSION_MASK, _TIMESTAMP_TYPE_MASK, _CONTROL_MASK = 0x07, 0x08, 0x20
+
+Deserializer = Callable[[bytes], Any] | None
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """A zigzag varint at ``pos``: (value, next position)."""
+    byte = buf[pos]
+    pos += 1
+    if byte < 0x80:
+        return (byte >> 1) ^ -(byte & 1), pos
+    value, shift = byte & 0x7F, 7
+    while True:
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return (value >> 1) ^ -(value & 1), pos
+        shift += 7
+
+
+def decode_records(data: bytes, fetch_offset: int, topic: str, partition: int, kd: Deserializer,
+                   vd: Deserializer, check_crcs: bool) -> Iterator[ConsumerRecord]:
+    buf = bytes(data)
+    pos, end = 0, len(buf)
+    while pos + _HEADER.size <= end:
+        (base_offset, length, epoch, magic, crc, attributes, last_delta, base_ts, max_ts, _, _, _,
+         count) = _HEADER.unpack_from(buf, pos)
+        batch_end = pos + 12 + length
+        if batch_end > end:
+            return  # a partial batch at the end of a fetch answer: fetched again next time
+        if base_offset + last_delta < fetch_offset:
+            pos = batch_end
+            continue
+        if magic != 2 or attributes & (_COMPRESSION_MASK | _CONTROL_MASK):
+            yield from _slow_batch(buf[pos:batch_end], fetch_offset, topic, partition, kd, vd, check_crcs)
+            pos = batch_end
+            continue
+        if check_crcs and calc_crc32c(memoryview(buf)[pos + _CRC_START:batch_end]) != crc:
+            raise RetriableError(ErrorCode.CORRUPT_MESSAGE, f"CRC check failed for a batch of {topic}-{partition}")
+        ts_type = 1 if attributes & _TIMESTAMP_TYPE_MASK else 0
+        log_append = ts_type == 1
+        p = pos + _HEADER.size
+        for _ in range(count):
+            _, p = _varint(buf, p)  # record length
+            p += 1  # record attributes (unused)
+            ts_delta, p = _varint(buf, p)
+            offset_delta, p = _varint(buf, p)
+            key_len, p = _varint(buf, p)
+            key = None
+            if key_len >= 0:
+                key, p = buf[p : p + key_len], p + key_len
+            value_len, p = _varint(buf, p)
+            value = None
+            if value_len >= 0:
+                value, p = buf[p : p + value_len], p + value_len
+            header_count, p = _varint(buf, p)
+            headers: list[tuple[str, bytes | None]] = []
+            header_size = -1
+            if header_count:
+                header_size = 0
+                for _ in range(header_count):
+                    hk_len, p = _varint(buf, p)
+                    hk = buf[p : p + hk_len].decode()
+                    p += hk_len
+                    hv_len, p = _varint(buf, p)
+                    hv = None
+                    if hv_len >= 0:
+                        hv, p = buf[p : p + hv_len], p + hv_len
+                    headers.append((hk, hv))
+                    header_size += hk_len + max(hv_len, 0)
+            offset = base_offset + offset_delta
+            if offset < fetch_offset:
+                continue
+            yield ConsumerRecord(
+                topic, partition, epoch, offset, max_ts if log_append else base_ts + ts_delta, ts_type,
+                kd(key) if kd is not None and key is not None else key,
+                vd(value) if vd is not None and value is not None else value,
+                headers, None, key_len, value_len, header_size)
+        pos = batch_end
+
+
+def _slow_batch(raw: bytes, fetch_offset: int, topic: str, partition: int, kd: Deserializer,
+                vd: Deserializer, check_crcs: bool) -> Iterator[ConsumerRecord]:
+    batch = DefaultRecordBatch(raw)
+    if check_crcs and not batch.validate_crc():
+        raise RetriableError(ErrorCode.CORRUPT_MESSAGE, f"CRC check failed for a batch of {topic}-{partition}")
+    if batch.is_control_batch:
+        return  # transaction markers are not records
+    epoch = batch.leader_epoch
+    for r in batch:
+        if r.offset < fetch_offset:
+            continue
+        key, value, headers = r.key, r.value, list(r.headers)
+        yield ConsumerRecord(
+            topic, partition, epoch, r.offset, r.timestamp, r.timestamp_type,
+            kd(key) if kd is not None and key is not None else key,
+            vd(value) if vd is not None and value is not None else value,
+            headers, None, len(key) if key is not None else -1, len(value) if value is not None else -1,
+            sum(len(k) + len(v or b"") for k, v in headers) if headers else -1)

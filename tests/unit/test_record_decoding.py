@@ -1,0 +1,74 @@
+"""The consumer's record decoder gives exactly what kafka-python's kafka.record gives."""
+
+from __future__ import annotations
+
+import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.record.memory_records import MemoryRecords
+
+from groupclient.consumer.records import decode_records
+from groupclient.errors import RetriableError
+
+
+def batch(base: int, records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]],
+          compression: int = 0) -> bytes:
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=compression, is_transactional=False, producer_id=-1,
+                                  producer_epoch=-1, base_sequence=-1, batch_size=2**20)
+    for i, (key, value, headers) in enumerate(records):
+        b.append(i, 1_700_000_000_000 + i * 7, key, value, headers)
+    data = bytearray(b.build())
+    data[0:8] = base.to_bytes(8, "big")  # the broker assigns the base offset; the CRC does not cover it
+    return bytes(data)
+
+
+def reference(data: bytes, fetch_offset: int) -> list[tuple[object, ...]]:
+    records = MemoryRecords(data)
+    out = []
+    while (b := records.next_batch()) is not None:
+        for r in b:
+            if r.offset >= fetch_offset:
+                headers = list(r.headers)
+                out.append((r.offset, r.timestamp, r.timestamp_type, r.key, r.value, headers,
+                            len(r.key) if r.key is not None else -1, len(r.value) if r.value is not None else -1))
+    return out
+
+
+def ours(data: bytes, fetch_offset: int) -> list[tuple[object, ...]]:
+    return [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value, r.headers, r.serialized_key_size,
+             r.serialized_value_size)
+            for r in decode_records(data, fetch_offset, "t", 3, None, None, True)]
+
+
+RECORDS = [
+    (b"k1", b"v1", []),
+    (None, b"no key", [("h", b"x"), ("empty", None)]),
+    (b"k3", None, []),
+    (b"", b"", [("\u00e9t\u00e9", b"\x00\xff")]),
+    (b"k" * 300, b"v" * 70000, []),  # multi-byte varints
+]
+
+
+@pytest.mark.parametrize("compression", [0, 1])  # none, gzip (the fallback path)
+@pytest.mark.parametrize("fetch_offset", [0, 101, 104, 107, 200])
+def test_same_records_as_kafka_record(compression: int, fetch_offset: int) -> None:
+    data = batch(100, RECORDS, compression) + batch(105, RECORDS[:3], compression)
+    assert ours(data, fetch_offset) == reference(data, fetch_offset)
+    assert len(ours(data, 0)) == 8
+
+
+def test_a_partial_batch_at_the_end_is_left_for_the_next_fetch() -> None:
+    data = batch(0, RECORDS[:2]) + batch(2, RECORDS[:2])[:-5]
+    assert [r[0] for r in ours(data, 0)] == [0, 1]
+
+
+def test_crc_mismatch_is_reported() -> None:
+    data = bytearray(batch(0, RECORDS[:1]))
+    data[-1] ^= 0xFF
+    with pytest.raises(RetriableError):
+        ours(bytes(data), 0)
+
+
+def test_deserializers_apply_to_keys_and_values_but_not_to_nulls() -> None:
+    data = batch(0, [(b"1", b"2", []), (None, None, [])])
+    records = list(decode_records(data, 0, "t", 0, int, lambda v: v.decode() + "!", True))
+    assert [(r.key, r.value) for r in records] == [(1, "2!"), (None, None)]
