@@ -5,7 +5,6 @@ Everything here runs on the cluster's event loop thread; nothing is locked.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from pathlib import Path
@@ -15,6 +14,7 @@ from .config import CoordinatorConfig
 from .faults import FaultInjector
 from .node import BrokerNode
 from .placement import elect_leader, offsets_partition_for
+from .runtime import AsyncioRuntime, ServerRuntime, Waiter
 from .storage.group_store import GroupStore
 from .storage.topic_log import TopicStore
 
@@ -35,11 +35,12 @@ def _cluster_id(data_dir: Path | None) -> str:
 
 class ClusterCore:
     def __init__(self, config: CoordinatorConfig, clock: Clock, data_dir: Path | None,
-                 node_addresses: list[tuple[str, int]]) -> None:
+                 node_addresses: list[tuple[str, int]], runtime: ServerRuntime | None = None) -> None:
         if not node_addresses:
             raise ValueError("a cluster needs at least one node")
         self.config = config
         self.clock = clock
+        self.runtime: ServerRuntime = runtime or AsyncioRuntime()
         self.cluster_id = _cluster_id(data_dir)
         self.topics = TopicStore(data_dir, config.fsync)
         self.group_store = GroupStore(data_dir, config.fsync)
@@ -49,7 +50,7 @@ class ClusterCore:
         }
         self._node_ids = sorted(self.nodes)
         self._offsets_leaders: dict[int, int | None] = {}
-        self._append_waiters: dict[tuple[str, int], set[asyncio.Future[None]]] = {}
+        self._append_waiters: dict[tuple[str, int], set[Waiter[None]]] = {}
         self.topics.on_append = self._notify_append
 
     # -- leadership ----------------------------------------------------------------------
@@ -116,19 +117,25 @@ class ClusterCore:
         self.group_store.close()
 
     # -- long-polling fetches ------------------------------------------------------------
-    async def wait_for_append(self, keys: list[tuple[str, int]], timeout_s: float) -> None:
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    async def wait_for_append(self, keys: list[tuple[str, int]], timeout_ms: int) -> None:
+        """Return when one of the partitions gets records, or after ``timeout_ms``."""
+        waiter: Waiter[None] = self.runtime.create_waiter()
         for key in keys:
-            self._append_waiters.setdefault(key, set()).add(fut)
+            self._append_waiters.setdefault(key, set()).add(waiter)
+
+        def time_out() -> None:
+            if not waiter.done():
+                waiter.set_result(None)
+
+        timer = self.runtime.call_later(timeout_ms, time_out)
         try:
-            await asyncio.wait_for(fut, timeout_s)
-        except asyncio.TimeoutError:
-            pass
+            await waiter
         finally:
+            timer.cancel()
             for key in keys:
                 waiters = self._append_waiters.get(key)
                 if waiters is not None:
-                    waiters.discard(fut)
+                    waiters.discard(waiter)
                     if not waiters:
                         del self._append_waiters[key]
 

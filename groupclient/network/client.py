@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import logging
 import random
-import selectors
-import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +21,7 @@ from ..errors import FatalGroupError, NodeNotReadyError, WakeupError
 from ..protocol.errors import ErrorCode
 from .connection import BrokerConnection, Completion, ConnectionState
 from .future import RequestFuture
+from .io import EVENT_READ, EVENT_WRITE, IOBackend, SocketIO, Stream
 from .metadata import ClusterMetadata
 
 log = logging.getLogger("groupclient.network")
@@ -60,21 +59,19 @@ def parse_bootstrap(servers: str | list[str]) -> list[tuple[str, int]]:
 
 
 class NetworkClient:
-    def __init__(self, config: NetworkConfig, clock: Clock, rng: random.Random | None = None) -> None:
+    def __init__(self, config: NetworkConfig, clock: Clock, rng: random.Random | None = None,
+                 io: IOBackend | None = None) -> None:
         self.config = config
         self.clock = clock
         self.metadata = ClusterMetadata(config.metadata_max_age_ms)
         self._rng = rng or random.Random()
         self._lock = threading.Lock()
-        self._selector = selectors.DefaultSelector()
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._wake_w.setblocking(False)
-        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._io: IOBackend = io or SocketIO()
+        self._poller = self._io.new_poller()
         self._conns: dict[int, BrokerConnection] = {}
-        # node id -> (the socket registered with the selector, its event mask); the socket object
+        # node id -> (the stream registered with the poller, its event mask); the stream object
         # is kept because a connection may already have closed it when we unregister
-        self._registered: dict[int, tuple[socket.socket, int]] = {}
+        self._registered: dict[int, tuple[Stream, int]] = {}
         self._coordinators: dict[int, tuple[str, int]] = {}
         # bootstrap servers are nodes with negative ids until metadata names the real ones
         self._bootstrap = {-(i + 1): hp for i, hp in enumerate(config.bootstrap_servers)}
@@ -82,6 +79,9 @@ class NetworkClient:
         self._wanted_topics: set[str] | None = set()  # None: all topics
         self._closed = False
         self._wakeup_requested = threading.Event()
+        # failures found under the lock outside poll() (a connect that could not start), run by
+        # the next poll() outside the lock
+        self._deferred: list[Completion] = []
 
     # -- nodes ---------------------------------------------------------------------------
     def _known_nodes(self) -> dict[int, tuple[str, int]]:
@@ -160,8 +160,10 @@ class NetworkClient:
                 return True
             now = self.clock.monotonic_ms()
             if conn.can_connect(now):
-                conn.connect(now)
+                failed = conn.connect(now, self._io)
                 self._update_interest(conn)
+                if failed:
+                    self._deferred.extend(failed)
             return False
 
     def is_ready(self, node_id: int) -> bool:
@@ -197,7 +199,11 @@ class NetworkClient:
 
     # -- polling -------------------------------------------------------------------------
     def poll(self, timeout_ms: int) -> None:
-        """Do network I/O for up to ``timeout_ms``, then run the completed futures' listeners."""
+        """Do network I/O for up to ``timeout_ms``, then run the completed futures' listeners.
+
+        The lock is not held while waiting in the poller, so the heartbeat thread can send while
+        the application thread waits; a stream registered or changed meanwhile wakes the wait.
+        """
         with self._locked():
             if self._closed:
                 return
@@ -205,16 +211,24 @@ class NetworkClient:
             deadlines = [d for c in self._conns.values() if (d := c.next_deadline()) is not None]
             if deadlines:
                 timeout_ms = max(0, min(timeout_ms, min(deadlines) - now))
-            completions: list[Completion] = []
-            for key, events in self._selector.select(max(timeout_ms, 0) / 1000):
-                if key.data is None:
-                    self._drain_wakeups()
-                    continue
-                conn = key.data
+            if self._deferred:
+                timeout_ms = 0
+        ready = self._poller.select(max(timeout_ms, 0))
+        completions: list[Completion] = []
+        with self._locked():
+            if self._closed:
+                return
+            completions += self._deferred
+            self._deferred = []
+            for data, events in ready:
+                conn, stream = data
+                assert isinstance(conn, BrokerConnection)
+                if conn.sock is not stream or self._conns.get(conn.node_id) is not conn:
+                    continue  # closed or reconnected by another thread since the wait began
                 now = self.clock.monotonic_ms()
-                if events & selectors.EVENT_WRITE:
+                if events & EVENT_WRITE:
                     completions += conn.on_writable(now)
-                if events & selectors.EVENT_READ and conn.sock is not None:
+                if events & EVENT_READ and conn.sock is not None:
                     completions += conn.on_readable(now)
                 self._update_interest(conn)
             now = self.clock.monotonic_ms()
@@ -258,17 +272,7 @@ class NetworkClient:
 
     def interrupt(self) -> None:
         """Make a thread blocked in ``poll`` return early (thread-safe)."""
-        try:
-            self._wake_w.send(b"\x00")
-        except (BlockingIOError, OSError):
-            pass  # already pending, or closed
-
-    def _drain_wakeups(self) -> None:
-        try:
-            while self._wake_r.recv(1024):
-                pass
-        except (BlockingIOError, OSError):
-            pass
+        self._poller.interrupt()
 
     def _locked(self) -> _Lock:
         return _Lock(self)
@@ -281,20 +285,17 @@ class NetworkClient:
             registered = None
         if conn.sock is None:
             return
-        mask = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.wants_write() else 0)
+        mask = EVENT_READ | (EVENT_WRITE if conn.wants_write() else 0)
         if registered is None:
-            self._selector.register(conn.sock, mask, conn)
+            self._poller.register(conn.sock, mask, (conn, conn.sock))
         elif registered[1] != mask:
-            self._selector.modify(conn.sock, mask, conn)
+            self._poller.modify(conn.sock, mask, (conn, conn.sock))
         self._registered[node_id] = (conn.sock, mask)
 
     def _unregister(self, node_id: int) -> None:
         registered = self._registered.pop(node_id, None)
         if registered is not None:
-            try:
-                self._selector.unregister(registered[0])
-            except (KeyError, ValueError, OSError):
-                pass
+            self._poller.unregister(registered[0])
 
     @staticmethod
     def _finish(completions: list[Completion]) -> None:
@@ -372,10 +373,10 @@ class NetworkClient:
             completions: list[Completion] = []
             for node_id in list(self._conns):
                 completions += self._close_node(node_id)
+            completions += self._deferred
+            self._deferred = []
             self._closed = True
-            self._selector.close()
-            self._wake_r.close()
-            self._wake_w.close()
+            self._poller.close()
         self._finish(completions)
 
 

@@ -9,9 +9,8 @@ its lock.
 from __future__ import annotations
 
 import enum
-import errno
 import logging
-import socket
+import os
 import struct
 from collections import deque
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from tenacity import wait_exponential_jitter
 from ..errors import DisconnectedError, RequestTimedOutError
 from ..protocol.apis import ApiKey
 from .future import RequestFuture
+from .io import IOBackend, Stream
 
 log = logging.getLogger("groupclient.network")
 
@@ -75,7 +75,7 @@ class BrokerConnection:
         self.max_in_flight = max_in_flight
         self.max_response_bytes = max_response_bytes
         self.state = ConnectionState.DISCONNECTED
-        self.sock: socket.socket | None = None
+        self.sock: Stream | None = None
         self.in_flight: deque[InFlight] = deque()
         self.api_versions: dict[int, tuple[int, int]] = {}
         self.last_attempt_ms = -(2**62)
@@ -104,17 +104,17 @@ class BrokerConnection:
     def can_send(self) -> bool:
         return self.is_ready() and len(self.in_flight) < self.max_in_flight
 
-    def connect(self, now: int) -> None:
+    def connect(self, now: int, io: IOBackend) -> list[Completion]:
         self.last_attempt_ms = now
         self._connect_deadline = now + self.request_timeout_ms
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.sock = sock
         self.state = ConnectionState.CONNECTING
-        code = sock.connect_ex((self.host, self.port))
-        if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY):
-            self.close(now, DisconnectedError(f"connect to {self.host}:{self.port} failed: {errno.errorcode.get(code)}"))
+        try:
+            self.sock = io.open_stream(self.host, self.port)
+        except OSError as exc:
+            # an address that cannot even be tried (bad port, bad host) is a failed attempt,
+            # backed off like any other, never an exception out of poll()
+            return self.close(now, DisconnectedError(f"cannot connect to node {self.node_id}: {exc}"))
+        return []
 
     def _on_connected(self, now: int) -> None:
         self.state = ConnectionState.NEGOTIATING
@@ -170,9 +170,9 @@ class BrokerConnection:
     def on_writable(self, now: int) -> list[Completion]:
         assert self.sock is not None
         if self.state is ConnectionState.CONNECTING:
-            code = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            code = self.sock.connect_error()
             if code:
-                return self.close(now, DisconnectedError(f"connect failed: {errno.errorcode.get(code, code)}"))
+                return self.close(now, DisconnectedError(f"connect failed: {os.strerror(code)}"))
             self._on_connected(now)
         if self._send_buffer:
             try:
@@ -241,10 +241,7 @@ class BrokerConnection:
 
     def close(self, now: int, error: BaseException | None = None) -> list[Completion]:
         if self.sock is not None:
-            try:
-                self.sock.close()
-            except OSError:
-                pass
+            self.sock.close()
             self.sock = None
         if self.state is not ConnectionState.DISCONNECTED:
             if error is not None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...protocol.errors import ErrorCode
+
+from ..runtime import Waiter
 
 if TYPE_CHECKING:
     from ..core import ClusterCore
@@ -48,7 +49,7 @@ class RequestContext:
         The answer may come at once or when a rebalance completes; if the connection closed in
         the meantime the future is cancelled and a late answer is dropped.
         """
-        answer: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        answer: Waiter[T] = self.core.runtime.create_waiter()
 
         def deliver(result: T) -> None:
             if not answer.done():

@@ -6,7 +6,6 @@ full fetch requests (KIP-227 allows a broker to decline sessions).
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from kafka.protocol.consumer.fetch import FetchResponse
@@ -55,12 +54,11 @@ def _read(ctx: RequestContext, req: Any) -> tuple[list[Any], int, bool]:
 async def handle(ctx: RequestContext, req: Any) -> Any:
     if req.replica_id is not None and req.replica_id >= 0:
         return error_response(req, ErrorCode.NOT_LEADER_OR_FOLLOWER)  # no followers to replicate to
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + max(req.max_wait_ms, 0) / 1000
+    deadline = ctx.now + max(req.max_wait_ms, 0)
     keys = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
     while True:
         topics, total, errored = _read(ctx, req)
-        remaining = deadline - loop.time()
+        remaining = deadline - ctx.now
         if total >= max(req.min_bytes, 1) or errored or remaining <= 0 or not keys:
             return FetchResponse(version=req.version, throttle_time_ms=0, error_code=0,
                                  session_id=0, responses=topics)

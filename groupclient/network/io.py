@@ -1,0 +1,157 @@
+"""The byte streams under the network client, and the poller that waits on them.
+
+:class:`NetworkClient` speaks Kafka's framing over a :class:`Stream` and waits in a
+:class:`Poller`; it never touches ``socket`` or ``selectors`` itself.  :class:`SocketIO` is the
+real backend; :mod:`groupclient.testing` has an in-memory one that runs on the simulator's clock,
+so the whole client, from ApiVersions negotiation to framing and timeouts, runs unchanged there.
+"""
+
+from __future__ import annotations
+
+import errno
+import selectors
+import socket
+from typing import Any, Protocol
+
+EVENT_READ = selectors.EVENT_READ
+EVENT_WRITE = selectors.EVENT_WRITE
+
+
+class Stream(Protocol):
+    """One non-blocking byte stream to a broker."""
+
+    def connect_error(self) -> int:
+        """After the stream turned writable while connecting: 0 when connected, else an errno."""
+
+    def send(self, data: bytes | bytearray | memoryview) -> int:
+        """Bytes written; raises BlockingIOError when full and OSError when broken."""
+
+    def recv(self, max_bytes: int) -> bytes:
+        """Bytes read, b"" once the peer closed; raises BlockingIOError when nothing is there."""
+
+    def close(self) -> None: ...
+
+
+class Poller(Protocol):
+    def register(self, stream: Stream, events: int, data: Any) -> None: ...
+
+    def modify(self, stream: Stream, events: int, data: Any) -> None: ...
+
+    def unregister(self, stream: Stream) -> None: ...
+
+    def select(self, timeout_ms: int) -> list[tuple[Any, int]]:
+        """Wait up to ``timeout_ms`` for registered streams; (data, events) of the ready ones.
+        Returns early, possibly empty, after :meth:`interrupt`."""
+
+    def interrupt(self) -> None:
+        """Make a thread blocked in :meth:`select` return (thread-safe)."""
+
+    def close(self) -> None: ...
+
+
+class IOBackend(Protocol):
+    def open_stream(self, host: str, port: int) -> Stream:
+        """Start connecting; raises OSError when the address cannot even be tried."""
+
+    def new_poller(self) -> Poller: ...
+
+
+class SocketStream:
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def connect_error(self) -> int:
+        return self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+
+    def send(self, data: bytes | bytearray | memoryview) -> int:
+        return self.sock.send(data)
+
+    def recv(self, max_bytes: int) -> bytes:
+        return self.sock.recv(max_bytes)
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def _socket_of(stream: Stream) -> socket.socket:
+    if not isinstance(stream, SocketStream):
+        raise TypeError(f"a SelectorPoller waits on sockets, not on {stream!r}")
+    return stream.sock
+
+
+class SelectorPoller:
+    """``selectors`` plus a socket pair through which other threads interrupt a select."""
+
+    def __init__(self) -> None:
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+
+    def register(self, stream: Stream, events: int, data: Any) -> None:
+        self._selector.register(_socket_of(stream), events, data)
+
+    def modify(self, stream: Stream, events: int, data: Any) -> None:
+        self._selector.modify(_socket_of(stream), events, data)
+
+    def unregister(self, stream: Stream) -> None:
+        try:
+            self._selector.unregister(_socket_of(stream))
+        except (KeyError, ValueError, OSError):
+            pass  # already closed
+
+    def select(self, timeout_ms: int) -> list[tuple[Any, int]]:
+        try:
+            ready = self._selector.select(max(timeout_ms, 0) / 1000)
+        except (OSError, ValueError):
+            return []  # closed by another thread, or a stream closed under us
+        result = []
+        for key, events in ready:
+            if key.data is None:
+                self._drain_wakeups()
+            else:
+                result.append((key.data, events))
+        return result
+
+    def interrupt(self) -> None:
+        try:
+            self._wake_w.send(b"\x00")
+        except (BlockingIOError, OSError):
+            pass  # already pending, or closed
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while self._wake_r.recv(1024):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+    def close(self) -> None:
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+
+class SocketIO:
+    def open_stream(self, host: str, port: int) -> Stream:
+        if not 0 < port < 65536:
+            raise OSError(errno.EINVAL, f"port {port} is out of range")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            code = sock.connect_ex((host, port))
+        except (OSError, OverflowError, ValueError, UnicodeError) as exc:
+            sock.close()
+            raise OSError(errno.EINVAL, f"cannot connect to {host}:{port}: {exc}") from None
+        if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY):
+            sock.close()
+            raise OSError(code, f"connect to {host}:{port} failed: {errno.errorcode.get(code, code)}")
+        return SocketStream(sock)
+
+    def new_poller(self) -> Poller:
+        return SelectorPoller()
