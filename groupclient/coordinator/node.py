@@ -17,6 +17,7 @@ from .faults import FaultKind
 from .group.coordinator import GroupCoordinator
 from .handlers import HANDLERS, RequestContext
 from .handlers.api_versions import supported_versions
+from .runtime import TimerHandle
 
 if TYPE_CHECKING:
     from .core import ClusterCore
@@ -38,7 +39,7 @@ class BrokerNode:
         self.coordinator = GroupCoordinator(core.config, core.group_store, node_id)
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[Any]] = set()
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: TimerHandle | None = None
         self._timer_deadline: int | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -82,8 +83,7 @@ class BrokerNode:
             self._timer = None
         self._timer_deadline = deadline
         if deadline is not None and self.live:
-            delay = max(deadline - now, 0) / 1000
-            self._timer = asyncio.get_running_loop().call_later(delay, self._on_timer)
+            self._timer = self.core.runtime.call_later(max(deadline - now, 0), self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None
@@ -153,7 +153,7 @@ class BrokerNode:
                 raise DropConnection()
             if rule.kind is FaultKind.ERROR:
                 return handler.error_response(request, rule.error_code)
-            await asyncio.sleep(rule.delay_ms / 1000)
+            await self.core.runtime.sleep(rule.delay_ms)
         header = request.header
         ctx = RequestContext(self, self.core, request.version, header.client_id or "", client_host)
         try:
