@@ -1,14 +1,25 @@
-"""Injected time.
+"""Injected time, and the two other things that depend on it: waiting and background threads.
 
 Protocol cores never read the clock themselves: they take ``now`` (milliseconds on a
-monotonic scale) from whoever drives them.  Drivers hold a :class:`Clock`; tests hold a
-:class:`FakeClock` and move it by hand.
+monotonic scale) from whoever drives them.  Drivers hold a :class:`Clock`.  Every blocking wait
+of the client outside the network poller goes through :meth:`Clock.wait`, and its background
+thread is started by :meth:`Clock.start_thread`, so that the deterministic simulator in
+:mod:`groupclient.testing` can run a whole group on one fake clock.  Single-threaded unit tests
+hold a :class:`FakeClock` and move it by hand.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 from typing import Protocol
+
+
+class ThreadHandle(Protocol):
+    def join(self, timeout_s: float | None = None) -> None: ...
+
+    def is_alive(self) -> bool: ...
 
 
 class Clock(Protocol):
@@ -18,6 +29,18 @@ class Clock(Protocol):
     def wall_ms(self) -> int:
         """Milliseconds since the Unix epoch (record and commit timestamps)."""
 
+    def wait(self, event: threading.Event, timeout_ms: int) -> bool:
+        """Block until ``event`` is set or ``timeout_ms`` passed; whether it is set."""
+
+    def start_thread(self, name: str, target: Callable[[], None]) -> ThreadHandle:
+        """Run ``target`` on a new daemon thread."""
+
+
+def _daemon_thread(name: str, target: Callable[[], None]) -> ThreadHandle:
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    thread.start()
+    return thread
+
 
 class SystemClock:
     def monotonic_ms(self) -> int:
@@ -25,6 +48,12 @@ class SystemClock:
 
     def wall_ms(self) -> int:
         return time.time_ns() // 1_000_000
+
+    def wait(self, event: threading.Event, timeout_ms: int) -> bool:
+        return event.wait(max(timeout_ms, 0) / 1000)
+
+    def start_thread(self, name: str, target: Callable[[], None]) -> ThreadHandle:
+        return _daemon_thread(name, target)
 
 
 class FakeClock:
@@ -39,6 +68,15 @@ class FakeClock:
 
     def wall_ms(self) -> int:
         return self._wall_offset + self._now
+
+    def wait(self, event: threading.Event, timeout_ms: int) -> bool:
+        """A fake sleep: when the event is not set, time moves on by ``timeout_ms``."""
+        if not event.is_set():
+            self.advance(max(timeout_ms, 0))
+        return event.is_set()
+
+    def start_thread(self, name: str, target: Callable[[], None]) -> ThreadHandle:
+        return _daemon_thread(name, target)
 
     def advance(self, ms: int) -> int:
         if ms < 0:

@@ -25,6 +25,7 @@ from ..group.heartbeat_thread import HeartbeatThread
 from ..group.membership import GroupConfig, GroupMembership
 from ..network.client import NetworkClient, NetworkConfig, parse_bootstrap
 from ..network.future import RequestFuture
+from ..network.io import IOBackend
 from .config import build_config
 from .fetcher import EARLIEST, LATEST, FetchConfig, Fetcher
 from .listener import ListenerCalls
@@ -36,8 +37,17 @@ log = logging.getLogger("groupclient.consumer")
 Records = dict[TopicPartition, list[ConsumerRecord]]
 
 
+class GroupMetadata(ConsumerGroupMetadata):  # type: ignore[misc]  # kafka-python's namedtuple is untyped
+    """kafka-python's ConsumerGroupMetadata, with the member's state as ``.state``."""
+
+    state: str = "unjoined"
+
+
 class GroupConsumer:
-    def __init__(self, *topics: str, clock: Clock | None = None, **configs: Any) -> None:
+    def __init__(self, *topics: str, clock: Clock | None = None, io: IOBackend | None = None,
+                 **configs: Any) -> None:
+        """``clock`` and ``io`` are for tests: the simulator in :mod:`groupclient.testing` passes
+        its clock and its in-memory network; everything else is kafka-python's configs."""
         self.config = build_config(configs)
         cfg = self.config
         try:
@@ -50,7 +60,7 @@ class GroupConsumer:
         self._client = NetworkClient(NetworkConfig(
             bootstrap, cfg["client_id"], cfg["request_timeout_ms"], cfg["reconnect_backoff_ms"],
             cfg["reconnect_backoff_max_ms"], cfg["max_in_flight_requests_per_connection"],
-            cfg["metadata_max_age_ms"], cfg["allow_auto_create_topics"]), self._clock)
+            cfg["metadata_max_age_ms"], cfg["allow_auto_create_topics"]), self._clock, io=io)
         self._subscription = SubscriptionState(cfg["auto_offset_reset"])
         self._listener_calls = ListenerCalls()
         self._fetcher = Fetcher(self._client, self._subscription, FetchConfig(
@@ -118,8 +128,8 @@ class GroupConsumer:
             self._client.set_topics({tp.topic for tp in wanted})
 
     def assignment(self) -> set[TopicPartition]:
-        with self._ownership.acquired():
-            return self._subscription.assigned()
+        """The partitions this consumer owns now.  Safe to call from any thread."""
+        return self._subscription.assigned()
 
     # -- polling -------------------------------------------------------------------------
     def poll(self, timeout_ms: int = 0, max_records: int | None = None, update_offsets: bool = True) -> Records:
@@ -385,13 +395,17 @@ class GroupConsumer:
                 raise IllegalStateError("enforce_rebalance() needs a group subscription")
             self._membership.request_rejoin(reason)
 
-    def group_metadata(self) -> ConsumerGroupMetadata:
-        with self._ownership.acquired():
-            if self._membership is None:
-                raise IllegalStateError("group_metadata() needs a group_id")
-            generation = self._membership.current_generation()
-            return ConsumerGroupMetadata(self.config["group_id"], generation.generation_id, generation.member_id,
-                                         self.config["group_instance_id"])
+    def group_metadata(self) -> GroupMetadata:
+        """The member's group id, generation and member id, plus ``.state`` (the member's own
+        state: unjoined, preparing-rebalance, completing-rebalance or stable).  Safe to call from
+        any thread."""
+        if self._membership is None:
+            raise IllegalStateError("group_metadata() needs a group_id")
+        generation, state = self._membership.generation_and_state()
+        metadata = GroupMetadata(self.config["group_id"], generation.generation_id, generation.member_id,
+                                 self.config["group_instance_id"])
+        metadata.state = state.value
+        return metadata
 
     def wakeup(self) -> None:
         """Thread-safe: make a blocking call in the owning thread raise WakeupError."""

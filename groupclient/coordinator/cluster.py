@@ -11,16 +11,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from kafka.record.default_records import DefaultRecordBatchBuilder
-
 from ..clock import Clock, SystemClock
 from .config import CoordinatorConfig
-from .core import ClusterCore
+from .core import ClusterCore, Record
 from .faults import FaultRule
 from .placement import offsets_partition_for
 
 T = TypeVar("T")
-Record = tuple[bytes | None, bytes | None]  # (key, value)
 
 
 class EmbeddedCluster:
@@ -127,29 +124,7 @@ class EmbeddedCluster:
         Returns ``(partition, offset)`` per record.
         """
         items = [r if isinstance(r, tuple) else (None, r) for r in records]
-
-        def append(core: ClusterCore) -> list[tuple[int, int]]:
-            if topic not in core.topics.topics:
-                raise KeyError(f"unknown topic {topic!r}")
-            count = len(core.topics.topics[topic].partitions)
-            by_partition: dict[int, list[tuple[int, Record]]] = {}
-            for i, item in enumerate(items):
-                target = partition if partition is not None else i % count
-                by_partition.setdefault(target, []).append((i, item))
-            placed: list[tuple[int, int]] = [(-1, -1)] * len(items)
-            ts = timestamp_ms if timestamp_ms is not None else core.clock.wall_ms()
-            for target, group in by_partition.items():
-                builder = DefaultRecordBatchBuilder(
-                    magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-                    producer_epoch=-1, base_sequence=-1, batch_size=2**30)
-                for offset_delta, (_, (key, value)) in enumerate(group):
-                    builder.append(offset_delta, ts, key, value, [])
-                base = core.topics.append(topic, target, bytes(builder.build()), 2**30)
-                for n, (i, _) in enumerate(group):
-                    placed[i] = (target, base + n)
-            return placed
-
-        return self._call(append)
+        return self._call(lambda core: core.append_records(topic, items, partition, timestamp_ms))
 
     def end_offsets(self, topic: str) -> dict[int, int]:
         return self._call(lambda core: {

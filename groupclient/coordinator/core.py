@@ -9,6 +9,8 @@ import logging
 import uuid
 from pathlib import Path
 
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
 from ..clock import Clock
 from .config import CoordinatorConfig
 from .faults import FaultInjector
@@ -19,6 +21,8 @@ from .storage.group_store import GroupStore
 from .storage.topic_log import TopicStore
 
 log = logging.getLogger("groupclient.coordinator")
+
+Record = tuple[bytes | None, bytes | None]  # (key, value)
 
 
 def _cluster_id(data_dir: Path | None) -> str:
@@ -115,6 +119,31 @@ class ClusterCore:
                     fut.cancel()
         self.topics.close()
         self.group_store.close()
+
+    # -- records -------------------------------------------------------------------------
+    def append_records(self, topic: str, items: list[Record], partition: int | None = None,
+                       timestamp_ms: int | None = None) -> list[tuple[int, int]]:
+        """Append records, each to ``partition`` or round-robin over the topic's partitions;
+        ``(partition, offset)`` per record."""
+        if topic not in self.topics.topics:
+            raise KeyError(f"unknown topic {topic!r}")
+        count = len(self.topics.topics[topic].partitions)
+        by_partition: dict[int, list[tuple[int, Record]]] = {}
+        for i, item in enumerate(items):
+            target = partition if partition is not None else i % count
+            by_partition.setdefault(target, []).append((i, item))
+        placed: list[tuple[int, int]] = [(-1, -1)] * len(items)
+        ts = timestamp_ms if timestamp_ms is not None else self.clock.wall_ms()
+        for target, group in by_partition.items():
+            builder = DefaultRecordBatchBuilder(
+                magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                producer_epoch=-1, base_sequence=-1, batch_size=2**30)
+            for offset_delta, (_, (key, value)) in enumerate(group):
+                builder.append(offset_delta, ts, key, value, [])
+            base = self.topics.append(topic, target, bytes(builder.build()), 2**30)
+            for n, (i, _) in enumerate(group):
+                placed[i] = (target, base + n)
+        return placed
 
     # -- long-polling fetches ------------------------------------------------------------
     async def wait_for_append(self, keys: list[tuple[str, int]], timeout_ms: int) -> None:

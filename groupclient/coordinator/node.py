@@ -119,6 +119,12 @@ class BrokerNode:
             self._connections.discard(task)
             writer.close()
 
+    async def answer_frame(self, payload: bytes, client_host: str) -> bytes | None:
+        """The framed answer to one request frame (None when no answer is due); raises
+        FrameError or DropConnection when the connection must close.  Used by the simulator's
+        in-memory connections."""
+        return await self._dispatch(payload, client_host)
+
     async def _dispatch(self, payload: bytes, client_host: str) -> bytes | None:
         fixed = peek_header(payload)
         try:

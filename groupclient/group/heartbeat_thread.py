@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from ..clock import Timer
+from ..clock import ThreadHandle, Timer
 from .membership import GroupMembership
 
 log = logging.getLogger("groupclient.group")
@@ -20,19 +20,26 @@ log = logging.getLogger("groupclient.group")
 IDLE_CHECK_MS = 250  # how often a non-stable member's thread looks whether it became stable
 
 
-class HeartbeatThread(threading.Thread):
+class HeartbeatThread:
     def __init__(self, membership: GroupMembership, on_poll_timeout: Callable[[], None]) -> None:
-        super().__init__(name=f"groupclient-heartbeat-{membership.config.group_id}", daemon=True)
         self.membership = membership
         self.on_poll_timeout = on_poll_timeout
         self._stop_event = threading.Event()
         self._wake = threading.Event()
+        self._thread: ThreadHandle | None = None
+
+    def start(self) -> None:
+        name = f"groupclient-heartbeat-{self.membership.config.group_id}"
+        self._thread = self.membership.clock.start_thread(name, self.run)
+
+    def is_alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
         self._stop_event.set()
         self._wake.set()
-        if self.is_alive() and threading.current_thread() is not self:
-            self.join(timeout_s)
+        if self._thread is not None and self._thread.is_alive():
+            self._thread.join(timeout_s)
 
     def run(self) -> None:
         m = self.membership
@@ -43,7 +50,7 @@ class HeartbeatThread(threading.Thread):
                 log.exception("heartbeat thread failed")
                 m.set_fatal(exc)
                 wait_ms = m.config.retry_backoff_ms
-            self._wake.wait(max(wait_ms, 1) / 1000)
+            m.clock.wait(self._wake, max(wait_ms, 1))
             self._wake.clear()
 
     def _step(self) -> int:

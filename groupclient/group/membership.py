@@ -157,6 +157,10 @@ class GroupMembership:
         with self._lock:
             return self.generation
 
+    def generation_and_state(self) -> tuple[Generation, MemberState]:
+        with self._lock:
+            return self.generation, self.state
+
     def generation_if_stable(self) -> Generation | None:
         with self._lock:
             return self.generation if self.state is MemberState.STABLE else None

@@ -1,0 +1,103 @@
+"""What must hold at every step of a simulated group, checked after each one.
+
+1. **One owner.**  No partition is in the assignment of two running members at the same instant.
+   A frozen member (SIGSTOP) is not running; the instant it runs again it must already have let go
+   of what it may no longer own.
+2. **Removed members let go.**  A member the coordinator no longer has in the group owns nothing
+   once its own session timeout has passed since the removal.
+3. **Generations only grow** on the coordinator, across coordinator moves too.
+4. **Committed offsets never go backwards.**
+5. **Nothing committed that was not delivered.**  For each partition, every offset below the
+   committed one was handed to some member's application (no record skipped, i.e. lost).
+
+Convergence after the last fault is checked by :meth:`GroupSimulation.converged`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafka.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from .simulation import GroupSimulation
+
+
+class InvariantViolation(AssertionError):
+    pass
+
+
+class Invariants:
+    def __init__(self, sim: GroupSimulation) -> None:
+        self.sim = sim
+        self.max_generation = -1
+        self.committed: dict[TopicPartition, int] = {}
+        self.orphaned_since: dict[str, int] = {}  # member name -> when the coordinator dropped it
+        self.checks = 0
+
+    def fail(self, what: str) -> None:
+        sim = self.sim
+        schedule = "\n  ".join(sim.log[-40:])
+        raise InvariantViolation(f"seed {sim.seed}, t={sim.now}: {what}\nschedule so far:\n  {schedule}")
+
+    def check(self) -> None:
+        self.checks += 1
+        self._one_owner()
+        self._removed_members_let_go()
+        self._generations_grow()
+        self._commits()
+
+    def _running(self) -> list[str]:
+        sim = self.sim
+        return [name for name, m in sim.members.items()
+                if m.alive and sim.scheduler.frozen_until(name) <= sim.now]
+
+    def _one_owner(self) -> None:
+        owners: dict[TopicPartition, str] = {}
+        for name in self._running():
+            for tp in self.sim.members[name].owned():
+                if tp in owners:
+                    self.fail(f"{tp} is owned by {owners[tp]} and {name} at once")
+                owners[tp] = name
+
+    def _removed_members_let_go(self) -> None:
+        sim = self.sim
+        group = sim.coordinator_group()
+        if group is None:
+            return  # the coordinator is moving: nobody can be removed meanwhile
+        for name in self._running():
+            member = sim.members[name]
+            member_id = member.consumer.group_metadata().member_id
+            if not member.owned() or (member_id and member_id in group.members):
+                self.orphaned_since.pop(name, None)
+                continue
+            since = self.orphaned_since.setdefault(name, sim.now)
+            session = member.consumer.config["session_timeout_ms"]
+            if sim.now - since > session:
+                self.fail(f"member {name} ({member_id or 'no member id'}) still owns "
+                          f"{sorted(member.owned())} {sim.now - since} ms after the coordinator "
+                          f"stopped counting it as a member (session timeout {session} ms)")
+
+    def _generations_grow(self) -> None:
+        group = self.sim.coordinator_group()
+        if group is None:
+            return
+        if group.generation_id < self.max_generation:
+            self.fail(f"generation went back from {self.max_generation} to {group.generation_id}")
+        self.max_generation = group.generation_id
+
+    def _commits(self) -> None:
+        sim = self.sim
+        for tp, offset in sim.committed().items():
+            before = self.committed.get(tp)
+            if before is not None and offset < before:
+                self.fail(f"committed offset of {tp} went back from {before} to {offset}")
+            if before != offset:
+                delivered: set[int] = set()
+                for m in sim.members.values():
+                    delivered.update(m.delivered.get(tp, ()))
+                missing = [o for o in range(offset) if o not in delivered]
+                if missing:
+                    self.fail(f"offset {offset} committed for {tp}, but offsets {missing[:10]} were never "
+                              f"delivered to any member ({len(missing)} in all)")
+            self.committed[tp] = offset

@@ -1,0 +1,138 @@
+"""A simulated member: a real ``GroupConsumer`` and the application loop that drives it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kafka.structs import TopicPartition
+
+from ..consumer.group_consumer import GroupConsumer
+from ..consumer.listener import ConsumerRebalanceListener
+from ..errors import CommitFailedError, FatalGroupError, GroupClientError
+from .network import SimIO
+from .scheduler import ActorThread, Crashed
+
+if TYPE_CHECKING:
+    from .simulation import GroupSimulation
+
+log = logging.getLogger("groupclient.testing")
+
+
+@dataclass(frozen=True)
+class ListenerEvent:
+    at_ms: int
+    member: str
+    kind: str  # "assigned", "revoked" or "lost"
+    partitions: frozenset[TopicPartition]
+
+
+class RecordingListener(ConsumerRebalanceListener):
+    """Records every listener call, then passes it on to the user's listener, if any."""
+
+    def __init__(self, member: SimMember, inner: Any = None) -> None:
+        self.member = member
+        self.inner = inner
+
+    def _record(self, kind: str, partitions: set[TopicPartition]) -> None:
+        self.member.events.append(ListenerEvent(self.member.sim.scheduler.now, self.member.name, kind,
+                                                frozenset(partitions)))
+        fn = getattr(self.inner, f"on_partitions_{kind}", None)
+        if fn is not None:
+            fn(partitions)
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        self._record("revoked", revoked)
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self._record("assigned", assigned)
+
+    def on_partitions_lost(self, lost: set[TopicPartition]) -> None:
+        self._record("lost", lost)
+
+
+@dataclass
+class Behaviour:
+    """How the member's application loop behaves; the schedule changes it as it runs."""
+
+    poll_timeout_ms: int = 200
+    processing_ms: int = 0  # time spent on each non-empty batch
+    commit: str = "auto"  # "auto" (enable_auto_commit), "sync" after each batch, or "none"
+    pause_until_ms: int = 0  # the application does not call poll() before this time
+    stop_after_records: int | None = None  # leave the loop (and close) after this many records
+
+
+@dataclass(eq=False)
+class SimMember:
+    sim: GroupSimulation
+    name: str
+    topics: list[str]
+    consumer: GroupConsumer
+    io: SimIO
+    behaviour: Behaviour
+    state: str = "running"  # running, closed, crashed, failed
+    thread: ActorThread | None = None
+    delivered: dict[TopicPartition, list[int]] = field(default_factory=dict)
+    events: list[ListenerEvent] = field(default_factory=list)
+    errors: list[tuple[int, BaseException]] = field(default_factory=list)
+    on_batch: Callable[[SimMember, dict[TopicPartition, list[Any]]], None] | None = None
+    _stop: bool = False
+
+    @property
+    def alive(self) -> bool:
+        return self.state == "running"
+
+    def owned(self) -> set[TopicPartition]:
+        return self.consumer.assignment()
+
+    def stop(self) -> None:
+        """Ask the application loop to close the consumer and end (a clean shutdown)."""
+        self._stop = True
+
+    def run(self, listener: Any) -> None:
+        scheduler = self.sim.scheduler
+        consumer = self.consumer
+        try:
+            consumer.subscribe(self.topics, listener=RecordingListener(self, listener))
+            while not self._stop:
+                b = self.behaviour
+                if b.pause_until_ms > scheduler.now:
+                    scheduler.block(b.pause_until_ms, lambda: self._stop)
+                    continue
+                try:
+                    batch = consumer.poll(b.poll_timeout_ms)
+                except FatalGroupError as exc:
+                    self.errors.append((scheduler.now, exc))
+                    self.state = "failed"
+                    consumer.close(autocommit=False)
+                    return
+                except GroupClientError as exc:
+                    self.errors.append((scheduler.now, exc))
+                    scheduler.sleep(100)
+                    continue
+                if batch:
+                    count = 0
+                    for tp, records in batch.items():
+                        offsets = self.delivered.setdefault(tp, [])
+                        offsets.extend(r.offset for r in records)
+                        count += len(records)
+                    if self.on_batch is not None:
+                        self.on_batch(self, batch)
+                    if b.processing_ms:
+                        scheduler.sleep(b.processing_ms)
+                    if b.commit == "sync":
+                        try:
+                            consumer.commit()
+                        except (CommitFailedError, GroupClientError) as exc:
+                            self.errors.append((scheduler.now, exc))
+                    if b.stop_after_records is not None:
+                        b.stop_after_records -= count
+                        if b.stop_after_records <= 0:
+                            self._stop = True
+            consumer.close()
+            self.state = "closed"
+        except Crashed:
+            self.state = "crashed"
+            raise

@@ -1,0 +1,219 @@
+"""``GroupSimulation``: a whole consumer group in one process, on one fake clock.
+
+The members are real ``GroupConsumer`` objects (member logic, assignors, listeners, network
+client) and the broker is the real coordinator core; only the sockets are in memory and time is
+simulated (see :mod:`.scheduler`).  After every step the :class:`~.invariants.Invariants` are
+checked, so a violation is reported at the instant it happens, with the schedule so far.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kafka.structs import TopicPartition
+
+from ..consumer.group_consumer import GroupConsumer
+from ..coordinator.config import CoordinatorConfig
+from ..coordinator.core import ClusterCore
+from ..coordinator.faults import FaultRule
+from ..coordinator.group.metadata import Group
+from .invariants import Invariants
+from .members import Behaviour, SimMember
+from .network import SimIO, SimNetwork
+from .scheduler import Scheduler
+from .server import SimServerRuntime
+
+log = logging.getLogger("groupclient.testing")
+
+BASE_PORT = 19092  # simulated addresses; nothing listens on them
+
+MEMBER_DEFAULTS: dict[str, Any] = {
+    "auto_offset_reset": "earliest",
+    "session_timeout_ms": 10_000,
+    "heartbeat_interval_ms": 3_000,
+    "max_poll_interval_ms": 30_000,
+    "fetch_max_wait_ms": 500,
+    "request_timeout_ms": 30_000,
+    "retry_backoff_ms": 100,
+    "auto_commit_interval_ms": 1_000,
+}
+
+
+class GroupSimulation:
+    """Build a cluster, add members, apply faults, run time forward; invariants are always on.
+
+    >>> sim = GroupSimulation(seed=1, topics={"orders": 6})
+    >>> a, b = sim.add_member("a"), sim.add_member("b")
+    >>> sim.run_until(sim.converged, max_ms=60_000)
+    True
+    """
+
+    def __init__(self, seed: int = 0, *, nodes: int = 1, topics: dict[str, int] | None = None,
+                 group_id: str = "sim-group", min_latency_ms: int = 1, max_latency_ms: int = 5,
+                 check_invariants: bool = True, **coordinator_settings: Any) -> None:
+        coordinator_settings.setdefault("group_initial_rebalance_delay_ms", 0)
+        coordinator_settings.setdefault("offsets_topic_partitions", 1)
+        self.seed = seed
+        self.group_id = group_id
+        self.scheduler = Scheduler(seed)
+        self.config = CoordinatorConfig(**coordinator_settings)
+        self.core = ClusterCore(self.config, self.scheduler, None,
+                                [("127.0.0.1", BASE_PORT + i) for i in range(nodes)],
+                                runtime=SimServerRuntime(self.scheduler))
+        for node in self.core.nodes.values():
+            node.live = True
+        self.core.reassign_coordinators()
+        self.network = SimNetwork(self.scheduler, self.core, min_latency_ms, max_latency_ms)
+        self.members: dict[str, SimMember] = {}
+        self.log: list[str] = []  # what the schedule did, in order, with times
+        for name, partitions in (topics or {"t": 6}).items():
+            self.core.topics.create(name, partitions)
+        self.invariants = Invariants(self)
+        if check_invariants:
+            self.scheduler.observers.append(self.invariants.check)
+
+    # -- addresses and inspection ------------------------------------------------------------
+    @property
+    def now(self) -> int:
+        return self.scheduler.now
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{n.host}:{n.port}" for n in self.core.nodes.values())
+
+    def note(self, what: str) -> None:
+        self.log.append(f"t={self.now} {what}")
+        log.info("sim t=%d %s", self.now, what)
+
+    def coordinator_group(self) -> Group | None:
+        node = self.core.coordinator_node_for(self.group_id)
+        if node is None:
+            return None
+        return node.coordinator.groups.get(self.group_id)
+
+    def partitions(self, topics: list[str] | None = None) -> set[TopicPartition]:
+        names = topics if topics is not None else list(self.core.topics.topics)
+        return {TopicPartition(t, p) for t in names for p in range(len(self.core.topics.topics[t].partitions))}
+
+    def committed(self) -> dict[TopicPartition, int]:
+        return {TopicPartition(t, p): c.offset
+                for (t, p), c in self.core.group_store.offsets.get(self.group_id, {}).items()}
+
+    def end_offsets(self) -> dict[TopicPartition, int]:
+        return {TopicPartition(name, i): part.high_watermark
+                for name, topic in self.core.topics.topics.items() for i, part in enumerate(topic.partitions)}
+
+    def live_members(self) -> list[SimMember]:
+        return [m for m in self.members.values() if m.alive]
+
+    # -- members -------------------------------------------------------------------------
+    def add_member(self, name: str, topics: list[str] | None = None, *, listener: Any = None,
+                   behaviour: Behaviour | None = None, **configs: Any) -> SimMember:
+        """Start a member whose application loop polls, processes and commits per ``behaviour``."""
+        if name in self.members and self.members[name].alive:
+            raise ValueError(f"member {name!r} is already running")
+        settings = {**MEMBER_DEFAULTS, "group_id": self.group_id, "client_id": name,
+                    "bootstrap_servers": self.bootstrap_servers, **configs}
+        b = behaviour or Behaviour()
+        if b.commit != "auto":
+            settings.setdefault("enable_auto_commit", False)
+        io = SimIO(self.network, name)
+        consumer = GroupConsumer(clock=self.scheduler, io=io, **settings)
+        member = SimMember(self, name, topics or sorted(self.core.topics.topics), consumer, io, b)
+        self.members[name] = member
+        member.thread = self.scheduler.spawn(f"{name}-app", lambda: member.run(listener), owner=name)
+        self.note(f"member {name} starts")
+        return member
+
+    def crash(self, name: str) -> None:
+        """Kill the member's process: no LeaveGroup, no commit, its connections reset."""
+        member = self.members[name]
+        member.state = "crashed"
+        member.io.kill()
+        self.scheduler.crash(name)
+        self.note(f"member {name} crashes")
+
+    def leave(self, name: str) -> None:
+        """Let the member's application close its consumer (commit, revoke, LeaveGroup)."""
+        self.members[name].stop()
+        self.note(f"member {name} is asked to close")
+
+    def pause(self, name: str, ms: int) -> None:
+        """The application stops calling poll() for ``ms`` (slow processing); threads go on."""
+        member = self.members[name]
+        member.behaviour.pause_until_ms = self.now + ms
+        self.note(f"member {name} stops polling for {ms} ms")
+
+    def stall(self, name: str, ms: int) -> None:
+        """Freeze the whole member, heartbeat thread included, for ``ms`` (SIGSTOP/SIGCONT)."""
+        self.scheduler.freeze(name, self.now + ms)
+        self.note(f"member {name} is frozen for {ms} ms")
+
+    def cut(self, name: str) -> None:
+        """Reset every connection of the member (it reconnects by itself)."""
+        self.members[name].io.cut()
+        self.note(f"member {name}'s connections are cut")
+
+    # -- the broker ----------------------------------------------------------------------
+    def inject_fault(self, rule: FaultRule) -> None:
+        self.core.faults.add(rule)
+        self.note(f"fault: {rule}")
+
+    def stop_node(self, node_id: int) -> None:
+        node = self.core.nodes[node_id]
+        node.live = False
+        self.network.close_node_connections(node_id)
+        node.coordinator.unload_all()
+        self.core.reassign_coordinators()
+        self.note(f"node {node_id} stops")
+
+    def start_node(self, node_id: int) -> None:
+        self.core.nodes[node_id].live = True
+        self.core.reassign_coordinators()
+        self.note(f"node {node_id} starts")
+
+    def produce(self, topic: str, count: int, value_size: int = 16) -> None:
+        items: list[tuple[bytes | None, bytes | None]] = [
+            (None, f"{i:0{value_size}d}".encode()[:value_size]) for i in range(count)]
+        self.core.append_records(topic, items)
+
+    # -- time ----------------------------------------------------------------------------
+    def run_for(self, ms: int) -> None:
+        self.scheduler.run_for(ms)
+
+    def run_until(self, condition: Callable[[], bool], max_ms: int) -> bool:
+        return self.scheduler.run_until(condition, max_ms)
+
+    def converged(self) -> bool:
+        """Every live member is in the group's current generation, the coordinator's group is
+        Stable with exactly those members, and their assignments cover every subscribed
+        partition exactly once."""
+        group = self.coordinator_group()
+        live = self.live_members()
+        if group is None or group.state.value != "Stable":
+            return not live and (group is None or not group.members)
+        ids = set()
+        owned: list[TopicPartition] = []
+        for member in live:
+            meta = member.consumer.group_metadata()
+            if meta.generation_id != group.generation_id or meta.state != "stable":
+                return False
+            ids.add(meta.member_id)
+            owned.extend(member.owned())
+        if ids != set(group.members):
+            return False
+        wanted = self.partitions(sorted({t for m in live for t in m.topics}))
+        return len(owned) == len(set(owned)) and set(owned) == wanted
+
+    def close(self) -> None:
+        """Crash whatever still runs, so no thread outlives the simulation."""
+        for name, member in self.members.items():
+            if member.alive:
+                member.io.kill()
+                self.scheduler.crash(name)
+        try:
+            self.scheduler.run_until(lambda: not self.scheduler.live_actors(), max_ms=60_000)
+        finally:
+            self.scheduler.observers.clear()
