@@ -6,7 +6,8 @@ Write your own by subclassing :class:`PartitionAssignor`; pass instances (or cla
 
 from __future__ import annotations
 
-from .base import PartitionAssignor, RebalanceProtocol, resolve_assignors
+from .base import PartitionAssignor, RebalanceProtocol
+from .registry import resolve_assignors
 from .range import RangeAssignor
 from .roundrobin import RoundRobinAssignor
 

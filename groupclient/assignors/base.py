@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from kafka.structs import TopicPartition
 
-from ..errors import ConfigurationError
-from ..group.consumer_protocol import Assignment, Subscription
+from ..protocol.consumer_protocol import Assignment, Subscription
 
 
 class RebalanceProtocol(enum.Enum):
@@ -35,33 +33,6 @@ class PartitionAssignor(abc.ABC):
 
     def on_assignment(self, assignment: Assignment, generation_id: int) -> None:
         """Called on every member when it receives its assignment."""
-
-
-def resolve_assignors(strategy: Iterable[Any]) -> list[PartitionAssignor]:
-    """Instances, classes, or names ("range", "roundrobin"); kafka-python assignor classes are
-    mapped to ours by their name."""
-    from .range import RangeAssignor
-    from .roundrobin import RoundRobinAssignor
-
-    known: dict[str, type[PartitionAssignor]] = {"range": RangeAssignor, "roundrobin": RoundRobinAssignor}
-    resolved: list[PartitionAssignor] = []
-    for item in strategy:
-        if isinstance(item, PartitionAssignor):
-            resolved.append(item)
-        elif isinstance(item, type) and issubclass(item, PartitionAssignor):
-            resolved.append(item())
-        else:
-            name = item if isinstance(item, str) else getattr(item, "name", None)
-            if name not in known:
-                raise ConfigurationError(f"unknown partition assignment strategy {item!r}; "
-                                         f"use one of {sorted(known)} or a PartitionAssignor")
-            resolved.append(known[name]())
-    if not resolved:
-        raise ConfigurationError("partition_assignment_strategy is empty")
-    names = [a.name for a in resolved]
-    if len(set(names)) != len(names) or not all(names):
-        raise ConfigurationError(f"assignors need distinct, non-empty names: {names}")
-    return resolved
 
 
 def validate_assignment(assignor: PartitionAssignor, partitions_per_topic: Mapping[str, int],

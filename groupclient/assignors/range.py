@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from kafka.structs import TopicPartition
 
-from ..group.consumer_protocol import Assignment, Subscription
+from ..protocol.consumer_protocol import Assignment, Subscription
 from .base import PartitionAssignor
 
 

@@ -17,12 +17,12 @@ from typing import Any
 from kafka.consumer.fetcher import ConsumerRecord
 from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
-from ..assignors.base import resolve_assignors
+from ..assignors.registry import resolve_assignors
 from ..clock import Clock, SystemClock, Timer
 from ..errors import ConfigurationError, IllegalStateError, KafkaTimeoutError
-from ..group.consumer_coordinator import CommitCallback, ConsumerCoordinator
-from ..group.heartbeat_thread import HeartbeatThread
-from ..group.membership import GroupConfig, GroupMembership
+from .consumer_coordinator import CommitCallback, ConsumerCoordinator
+from ..member.heartbeat_thread import HeartbeatThread
+from ..member.membership import GroupConfig, GroupMembership
 from ..network.client import NetworkClient, NetworkConfig, parse_bootstrap
 from ..network.future import RequestFuture
 from ..network.io import IOBackend

@@ -200,7 +200,7 @@ def test_wakeup_from_another_thread_interrupts_a_blocked_poll(consumer: GroupCon
 
 def test_a_custom_assignor_is_used_and_a_broken_one_is_reported(loaded: EmbeddedCluster) -> None:
     from groupclient.assignors import PartitionAssignor
-    from groupclient.group.consumer_protocol import Assignment
+    from groupclient.protocol.consumer_protocol import Assignment
 
     class OnlyPartitionOne(PartitionAssignor):
         name = "only-one"

@@ -7,7 +7,7 @@ from kafka.structs import TopicPartition as TP
 
 from groupclient.assignors import PartitionAssignor, RangeAssignor, RoundRobinAssignor, resolve_assignors
 from groupclient.assignors.base import validate_assignment
-from groupclient.group.consumer_protocol import (
+from groupclient.protocol.consumer_protocol import (
     Assignment, Subscription, decode_assignment, decode_subscription, encode_assignment, encode_subscription,
 )
 

@@ -11,7 +11,7 @@ import pytest
 from groupclient import ConcurrentAccessError, GroupConsumer, WakeupError
 from groupclient.clock import FakeClock, Timer
 from groupclient.errors import ConfigurationError, DisconnectedError, FatalGroupError
-from groupclient.group.heartbeat import Heartbeat
+from groupclient.member.heartbeat import Heartbeat
 from groupclient.network.client import NetworkClient, NetworkConfig, parse_bootstrap
 from groupclient.network.connection import ConnectionState, InFlight
 from groupclient.network.future import RequestFuture

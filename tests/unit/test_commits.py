@@ -13,9 +13,9 @@ from groupclient.clock import FakeClock, Timer
 from groupclient.consumer.listener import ListenerCalls
 from groupclient.consumer.subscription import SubscriptionState
 from groupclient.errors import CommitFailedError, FatalGroupError, KafkaTimeoutError
-from groupclient.group.consumer_coordinator import ConsumerCoordinator
-from groupclient.group.member_state import MemberState
-from groupclient.group.membership import Generation, GroupConfig, GroupMembership
+from groupclient.consumer.consumer_coordinator import ConsumerCoordinator
+from groupclient.member.member_state import MemberState
+from groupclient.member.membership import Generation, GroupConfig, GroupMembership
 from groupclient.protocol.apis import ApiKey
 from groupclient.protocol.errors import ErrorCode
 

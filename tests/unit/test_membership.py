@@ -10,8 +10,8 @@ from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
 
 from groupclient.clock import FakeClock, Timer
 from groupclient.errors import FatalGroupError
-from groupclient.group.member_state import MemberState
-from groupclient.group.membership import COORDINATOR_ID_BASE, Generation, GroupConfig, GroupMembership, JoinedMember
+from groupclient.member.member_state import MemberState
+from groupclient.member.membership import COORDINATOR_ID_BASE, Generation, GroupConfig, GroupMembership, JoinedMember
 from groupclient.protocol.apis import ApiKey
 from groupclient.protocol.errors import ErrorCode
 
@@ -271,7 +271,7 @@ def test_ensure_coordinator_ready_gives_up_when_the_timer_runs_out(setup: Any) -
 
 
 def test_poll_timeout_drops_partitions_before_leave_group_is_sent(setup: Any) -> None:
-    from groupclient.group.heartbeat_thread import HeartbeatThread
+    from groupclient.member.heartbeat_thread import HeartbeatThread
 
     membership, net, hooks, clock = setup
     _stable(membership, net, clock)

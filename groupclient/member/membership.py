@@ -29,7 +29,7 @@ from ..network.client import NetworkClient
 from ..network.future import RequestFuture
 from ..protocol.error_table import FATAL_HINTS, Action, action_for
 from ..protocol.errors import ErrorCode
-from .consumer_protocol import PROTOCOL_TYPE
+from ..protocol.consumer_protocol import PROTOCOL_TYPE
 from .heartbeat import Heartbeat
 from .member_state import MemberState, check_member_transition
 

@@ -14,14 +14,14 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from ..assignors.base import PartitionAssignor, RebalanceProtocol, validate_assignment
 from ..clock import Timer
-from ..consumer.listener import ListenerCalls
-from ..consumer.subscription import SubscriptionState
+from .listener import ListenerCalls
+from .subscription import SubscriptionState
 from ..errors import CommitFailedError, KafkaTimeoutError, RetriableError
 from ..network.future import RequestFuture
 from ..protocol.error_table import Action, action_for
 from ..protocol.errors import ErrorCode
-from .consumer_protocol import Assignment, Subscription, decode_assignment, decode_subscription, encode_assignment, encode_subscription
-from .membership import Generation, GroupMembership, JoinedMember, broker_error
+from ..protocol.consumer_protocol import Assignment, Subscription, decode_assignment, decode_subscription, encode_assignment, encode_subscription
+from ..member.membership import Generation, GroupMembership, JoinedMember, broker_error
 
 log = logging.getLogger("groupclient.group")
 

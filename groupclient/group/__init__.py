@@ -1,1 +1,0 @@
-"""Member-side group logic: heartbeat timing, member states, the consumer's group coordinator client."""
