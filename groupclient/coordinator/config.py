@@ -20,6 +20,15 @@ class CoordinatorConfig:
     max_request_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes
     max_message_bytes: int = 1_048_588  # message.max.bytes
     fsync: bool = False  # fsync each append (a process crash loses nothing either way)
+    # offsets of an Empty group expire this long after it became Empty (KIP-211); offsets of a
+    # group without a protocol type (simple commits) this long after their commit
+    offsets_retention_minutes: int = 10_080  # offsets.retention.minutes (7 days)
+    # how often expired offsets are removed and Empty groups without offsets deleted
+    offsets_retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
+    connections_max_idle_ms: int = 600_000  # connections.max.idle.ms
+    # a connection over either limit is closed at once (Kafka holds back max.connections instead)
+    max_connections: int = 1000  # max.connections (per node)
+    max_connections_per_ip: int = 1000  # max.connections.per.ip (per node)
 
     def __post_init__(self) -> None:
         if self.offsets_topic_partitions < 1:
@@ -30,3 +39,7 @@ class CoordinatorConfig:
             raise ValueError("need 0 < group_min_session_timeout_ms <= group_max_session_timeout_ms")
         if self.group_max_size < 1:
             raise ValueError("group_max_size must be at least 1")
+        for name in ("offsets_retention_minutes", "offsets_retention_check_interval_ms",
+                     "connections_max_idle_ms", "max_connections", "max_connections_per_ip"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.apis import API_SPECS, ApiKey
@@ -94,19 +96,34 @@ class BrokerNode:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._connections.add(task)
         peer = writer.get_extra_info("peername")
         client_host = peer[0] if peer else "unknown"
+        refusal = self._admit_connection(client_host)
+        if refusal is not None:
+            log.warning("node %d: refusing connection from %s: %s", self.node_id, peer, refusal)
+            writer.close()
+            return
+        self._connections.add(task)
+        config = self.core.config
+
+        def close_idle() -> None:
+            log.info("node %d: closing connection from %s: no request for %d ms (connections_max_idle_ms)",
+                     self.node_id, peer, config.connections_max_idle_ms)
+            writer.close()  # the pending read then ends like a client that went away
+
+        idle = _IdleTimeout(config.connections_max_idle_ms / 1000, close_idle)
         try:
             while True:
                 prefix = await reader.readexactly(SIZE_BYTES)
-                payload = await reader.readexactly(frame_size(prefix, self.core.config.max_request_bytes))
+                payload = await reader.readexactly(frame_size(prefix, config.max_request_bytes))
+                idle.request_started()
                 answer = await self._dispatch(payload, client_host)
                 if answer is not None:
                     writer.write(answer)
                     await writer.drain()
+                idle.request_done()
         except (asyncio.IncompleteReadError, ConnectionError):
-            pass  # the client went away
+            pass  # the client went away, or the connection was idle
         except FrameError as exc:
             log.warning("node %d: closing connection from %s: %s", self.node_id, peer, exc)
         except DropConnection:
@@ -116,7 +133,9 @@ class BrokerNode:
         except Exception:
             log.exception("node %d: closing connection from %s after an internal error", self.node_id, peer)
         finally:
+            idle.cancel()
             self._connections.discard(task)
+            self._release_connection(client_host)
             writer.close()
 
     async def answer_frame(self, payload: bytes, client_host: str) -> bytes | None:
@@ -178,3 +197,66 @@ class BrokerNode:
             raise AssertionError(f"answer built at v{response.version}, request was v{version}")
         response.with_header(correlation_id=correlation_id)
         return bytes(response.encode(header=True, framed=True))
+
+    # -- connection limits (max.connections, max.connections.per.ip) ---------------------
+    # Open connections per peer host; made on first use (see _admit_connection).
+    _connections_per_host: Counter[str] | None = None
+
+    def _admit_connection(self, client_host: str) -> str | None:
+        """Count a new connection in, or say why it is refused.
+
+        A refused connection is closed at once, as Kafka does over max.connections.per.ip
+        (over max.connections Kafka stops accepting for a while instead).
+        """
+        config = self.core.config
+        if self._connections_per_host is None:
+            self._connections_per_host = Counter()
+        per_host = self._connections_per_host
+        if len(self._connections) >= config.max_connections:
+            return f"{len(self._connections)} connections are open (max_connections={config.max_connections})"
+        if per_host[client_host] >= config.max_connections_per_ip:
+            return (f"{per_host[client_host]} connections from {client_host} are open "
+                    f"(max_connections_per_ip={config.max_connections_per_ip})")
+        per_host[client_host] += 1
+        return None
+
+    def _release_connection(self, client_host: str) -> None:
+        per_host = self._connections_per_host
+        if per_host is not None:
+            per_host[client_host] -= 1
+            if per_host[client_host] <= 0:
+                del per_host[client_host]
+
+
+class _IdleTimeout:
+    """connections.max.idle.ms for one connection: ``close`` is called once no request has come
+    for ``idle_s`` seconds since the last answer.  A request being answered (a JoinGroup held for
+    a rebalance) is not idleness.  One timer per connection, re-armed only when it fires, so a
+    request costs two attribute writes rather than a timer."""
+
+    def __init__(self, idle_s: float, close: Callable[[], None]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._idle_s = idle_s
+        self._close = close
+        self._busy = False
+        self._last_answer = self._loop.time()
+        self._timer = self._loop.call_later(idle_s, self._check)
+
+    def request_started(self) -> None:
+        self._busy = True
+
+    def request_done(self) -> None:
+        self._busy = False
+        self._last_answer = self._loop.time()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def _check(self) -> None:
+        remaining = self._idle_s - (self._loop.time() - self._last_answer)
+        if self._busy:
+            self._timer = self._loop.call_later(self._idle_s, self._check)
+        elif remaining > 0:
+            self._timer = self._loop.call_later(remaining, self._check)
+        else:
+            self._close()

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.admin.groups import (
-    DescribeGroupsRequest, DescribeGroupsResponse, ListGroupsRequest, ListGroupsResponse,
+    DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
+    ListGroupsRequest, ListGroupsResponse,
 )
 from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
@@ -45,6 +46,7 @@ class ApiKey(enum.IntEnum):
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     INIT_PRODUCER_ID = 22
+    DELETE_GROUPS = 42
 
 
 @dataclass(frozen=True)
@@ -85,5 +87,7 @@ API_SPECS: dict[ApiKey, ApiSpec] = {
         ApiSpec(ApiKey.CREATE_TOPICS, CreateTopicsRequest, CreateTopicsResponse, 2, 7),
         # idempotent producers only: no transactions (v5+ adds two-phase commit)
         ApiSpec(ApiKey.INIT_PRODUCER_ID, InitProducerIdRequest, InitProducerIdResponse, 0, 4),
+        # every version kafka-python 3.0.12 defines (Kafka itself has 0-2 as well)
+        ApiSpec(ApiKey.DELETE_GROUPS, DeleteGroupsRequest, DeleteGroupsResponse, 0, 2),
     )
 }

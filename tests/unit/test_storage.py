@@ -150,3 +150,77 @@ def test_timer_queue_orders_replaces_and_cancels() -> None:
     for i in range(1000):
         q.schedule("hb", i, lambda t: None)
     assert len(q) == 1 and len(q._heap) < 300  # stale entries are compacted
+
+
+# -- journal compaction -------------------------------------------------------------------------
+def _commit_many(store: GroupStore, count: int, group: str = "g") -> None:
+    for i in range(count):
+        store.put_offsets(group, {("t", p): CommittedOffset(i, -1, "meta", 1000 + i) for p in range(4)})
+
+
+def test_group_journal_is_compacted_and_stays_bounded(tmp_path: Path) -> None:
+    store = GroupStore(tmp_path)
+    path = tmp_path / "groups.journal"
+    member = MemberSnapshot("m-1", None, "client", "127.0.0.1", 30000, 10000, b"sub", b"asg")
+    store.put_group(GroupSnapshot("g", 1, "consumer", "range", "m-1", (member,)))
+    largest = 0
+    for i in range(20):  # 20 x 1,000 commits of the same four partitions: ~4 MB written in all
+        _commit_many(store, 1000)
+        largest = max(largest, path.stat().st_size)
+    assert largest <= 1024 * 1024 + 4096  # never much past the 1 MiB floor
+    store.put_offsets("gone", {("t", 0): CommittedOffset(1, -1, None, 1)})
+    store.delete_group("gone")
+    store.close()
+    again = GroupStore(tmp_path)
+    assert again.groups["g"].members == (member,)
+    assert again.offsets["g"][("t", 3)] == CommittedOffset(999, -1, "meta", 1999)
+    assert "gone" not in again.group_ids()
+    again.close()
+
+
+def test_compaction_drops_deleted_groups_and_expired_offsets_for_good(tmp_path: Path) -> None:
+    store = GroupStore(tmp_path, compaction_min_bytes=16 * 1024)
+    store.put_offsets("deleted", {("t", 0): CommittedOffset(1, -1, None, 1)})
+    store.put_group(GroupSnapshot("deleted", 1, "consumer", None, None, ()))
+    store.delete_group("deleted")
+    store.put_offsets("kept", {("t", 0): CommittedOffset(1, -1, None, 1), ("t", 1): CommittedOffset(2, -1, None, 1)})
+    store.delete_offsets("kept", [("t", 0)])
+    _commit_many(store, 500, group="busy")  # forces several compactions
+    assert (tmp_path / "groups.journal").stat().st_size < 16 * 1024 + 1024
+    store.close()
+    again = GroupStore(tmp_path, compaction_min_bytes=16 * 1024)
+    assert "deleted" not in again.group_ids()
+    assert list(again.offsets["kept"]) == [("t", 1)]
+    assert again.offsets["busy"][("t", 0)].offset == 499
+    again.close()
+
+
+def test_a_compacted_journal_still_ignores_a_torn_tail(tmp_path: Path) -> None:
+    store = GroupStore(tmp_path, compaction_min_bytes=16 * 1024)
+    _commit_many(store, 500)
+    store.put_offsets("late", {("t", 0): CommittedOffset(7, -1, None, 1)})
+    store.close()
+    with (tmp_path / "groups.journal").open("ab") as f:
+        f.write(b"\x00\x00\x01\x00\xde\xad")  # a crash in the middle of the next append
+    again = GroupStore(tmp_path, compaction_min_bytes=16 * 1024)
+    assert again.offsets["g"][("t", 2)].offset == 499
+    assert again.offsets["late"][("t", 0)].offset == 7
+    again.put_offsets("after", {("t", 0): CommittedOffset(8, -1, None, 1)})
+    again.close()
+    assert GroupStore(tmp_path).offsets["after"][("t", 0)].offset == 8
+
+
+def test_a_journal_grown_while_compaction_was_off_is_compacted_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "groups.journal"
+    raw = Journal(path)
+    record = (b'{"type":"offsets","group_id":"g","offsets":[["t",0,{"offset":1,"leader_epoch":-1,'
+              b'"metadata":null,"commit_timestamp_ms":1}]]}')
+    for _ in range(20_000):  # about 2.5 MB of the same commit, as an older version would leave it
+        raw.append(record)
+    raw.close()
+    (tmp_path / "groups.journal.compacting").write_bytes(b"half a rewrite from a crash")
+    store = GroupStore(tmp_path)
+    assert path.stat().st_size < 1024
+    assert not (tmp_path / "groups.journal.compacting").exists()
+    assert store.offsets["g"][("t", 0)].offset == 1
+    store.close()

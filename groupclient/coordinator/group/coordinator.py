@@ -11,54 +11,24 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from ...protocol.errors import ErrorCode
 from ..config import CoordinatorConfig
 from ..placement import offsets_partition_for
-from ..storage.group_store import GroupSnapshot, GroupStore, MemberSnapshot
+from ..storage.group_store import GroupStore
 from .metadata import Group, JoinCallback, JoinResult, Member, SyncCallback, SyncResult
+from .requests import JoinRequest, LeavingMember, SyncRequest
+from .retention import cancel_cleanup, schedule_cleanup
+from .snapshots import group_from_snapshot, snapshot_of
 from .state import GroupState
 from .timers import TimerQueue
+
+__all__ = ["GroupCoordinator", "JoinRequest", "LeavingMember", "SyncRequest"]
 
 log = logging.getLogger("groupclient.coordinator.group")
 
 S = GroupState
 E = ErrorCode
-
-
-@dataclass(frozen=True)
-class JoinRequest:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: tuple[tuple[str, bytes], ...]
-    require_known_member_id: bool = True  # JoinGroup v4+
-    supports_skip_assignment: bool = False  # JoinGroup v9+
-    reason: str | None = None
-
-
-@dataclass(frozen=True)
-class SyncRequest:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    generation_id: int
-    protocol_type: str | None
-    protocol_name: str | None
-    assignments: dict[str, bytes]
-
-
-@dataclass(frozen=True)
-class LeavingMember:
-    member_id: str
-    group_instance_id: str | None = None
-    reason: str | None = None
 
 
 class GroupCoordinator:
@@ -103,55 +73,47 @@ class GroupCoordinator:
     def load_partition(self, partition: int, now: int) -> list[str]:
         """Become coordinator for an offsets partition and load its groups from the store."""
         self.owned_partitions.add(partition)
+        schedule_cleanup(self, now)
         loaded = []
         for group_id in sorted(self.store.group_ids()):
             if self.partition_for(group_id) != partition or group_id in self.groups:
                 continue
-            snapshot = self.store.groups.get(group_id)
-            group = self._group_from_snapshot(group_id, snapshot, now)
+            group = group_from_snapshot(group_id, self.store.groups.get(group_id), now)
+            # deadlines and retention clocks restart from the load, as Kafka's deadlines do
+            for member in group.members.values():
+                self._schedule_heartbeat_expiry(group, member, now)
+            group.offset_commit_ms = dict.fromkeys(self.store.offsets.get(group_id, {}), now)
             self.groups[group_id] = group
             loaded.append(group_id)
             log.info("group %s loaded on node %d in state %s generation %d",
                      group_id, self.node_id, group.state.value, group.generation_id)
         return loaded
 
-    def _group_from_snapshot(self, group_id: str, snap: GroupSnapshot | None, now: int) -> Group:
-        group = Group(group_id)
-        if snap is None:
-            return group
-        group.generation_id = snap.generation_id
-        group.protocol_type = snap.protocol_type
-        group.protocol_name = snap.protocol_name
-        for ms in snap.members:
-            protocols = [(snap.protocol_name or "", ms.subscription)]
-            member = Member(ms.member_id, ms.group_instance_id, ms.client_id, ms.client_host,
-                            ms.rebalance_timeout_ms, ms.session_timeout_ms,
-                            snap.protocol_type or "", protocols, assignment=ms.assignment)
-            group.add(member)
-        group.leader_id = snap.leader_id if snap.leader_id in group.members else group.leader_id
-        if group.members:
-            # a loaded group with members is Stable; deadlines restart from now, as Kafka does
-            group.state = S.STABLE
-            for member in group.members.values():
-                self._schedule_heartbeat_expiry(group, member, now)
-        return group
-
     def unload_partition(self, partition: int) -> list[str]:
         """Stop coordinating an offsets partition: waiting callers get NOT_COORDINATOR."""
         self.owned_partitions.discard(partition)
+        if not self.owned_partitions:
+            cancel_cleanup(self)
         unloaded = [g for g in self.groups if self.partition_for(g) == partition]
         for group_id in unloaded:
             group = self.groups.pop(group_id)
             self._cancel_group_timers(group)
             for member in group.members.values():
-                self._invoke_join(member, JoinResult(E.NOT_COORDINATOR, member.member_id))
-                self._invoke_sync(member, SyncResult(E.NOT_COORDINATOR))
+                member.complete_join(JoinResult(E.NOT_COORDINATOR, member.member_id))
+                member.complete_sync(SyncResult(E.NOT_COORDINATOR))
             group.transition_to(S.DEAD, f"coordinator moved away from node {self.node_id}")
         return unloaded
 
     def unload_all(self) -> None:
         for partition in sorted(self.owned_partitions):
             self.unload_partition(partition)
+
+    def drop_group(self, group: Group, reason: str) -> None:
+        """Delete an Empty group: Dead, gone from memory, a tombstone for it and its offsets."""
+        self._cancel_group_timers(group)
+        group.transition_to(S.DEAD, reason)
+        self.groups.pop(group.group_id, None)
+        self.store.delete_group(group.group_id)
 
     # -- JoinGroup -----------------------------------------------------------------------
     def join_group(self, req: JoinRequest, now: int, callback: JoinCallback) -> None:
@@ -169,14 +131,15 @@ class GroupCoordinator:
         if group is None:
             if not is_unknown:
                 return fail(E.UNKNOWN_MEMBER_ID)
-            group = self.groups[req.group_id] = Group(req.group_id)
+            group = self.groups[req.group_id] = Group(req.group_id, empty_since_ms=now)
         if group.is_in(S.DEAD):
             # the group was unloaded or deleted under us; the client looks the coordinator up again
             return fail(E.COORDINATOR_NOT_AVAILABLE)
         if not self._accept_joining_member(group, req.member_id):
             log.info("group %s is full (%d members): refusing %s",
                      group.group_id, len(group.members), req.member_id or req.client_id)
-            return fail(E.GROUP_MAX_SIZE_REACHED)
+            self._remove_refused_member(group, req.member_id, now)
+            return fail(E.GROUP_MAX_SIZE_REACHED, "")  # Kafka answers with no member id
         if is_unknown:
             self._join_new_member(group, req, now, callback)
         else:
@@ -193,6 +156,18 @@ class GroupCoordinator:
                 group.num_awaiting_join() < limit
             )
         return group.has(member_id) or len(group.members) < limit
+
+    def _remove_refused_member(self, group: Group, member_id: str, now: int) -> None:
+        """A member refused for the group's size leaves it (and its static id), as in Kafka:
+        a group above ``group_max_size`` (the limit was lowered) sheds its last rejoiners."""
+        if member_id in group.pending_members:
+            group.pending_members.discard(member_id)
+            self.timers.cancel(("pending", group.group_id, member_id))
+        member = group.get_or_none(member_id)
+        if member is not None:
+            self._remove_member(group, member)
+        if group.is_in(S.PREPARING_REBALANCE):
+            self._try_complete_join(group, now)  # the members still in may all have rejoined
 
     def _join_new_member(self, group: Group, req: JoinRequest, now: int, callback: JoinCallback) -> None:
         if not group.supports_protocols(req.protocol_type, [p for p, _ in req.protocols]):
@@ -215,6 +190,10 @@ class GroupCoordinator:
 
     def _join_current_member(self, group: Group, req: JoinRequest, now: int, callback: JoinCallback) -> None:
         member_id = req.member_id
+        if not group.supports_protocols(req.protocol_type, [p for p, _ in req.protocols]):
+            # Checked first, as Kafka does, so a pending member is never admitted without a
+            # protocol every member shares (select_protocol would then fail the whole rebalance).
+            return callback(JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id))
         if member_id in group.pending_members:
             if req.group_instance_id is not None:
                 return callback(JoinResult(E.UNKNOWN_MEMBER_ID, member_id))
@@ -226,8 +205,6 @@ class GroupCoordinator:
             return callback(JoinResult(E.FENCED_INSTANCE_ID, member_id))
         if not group.has(member_id) or instance_unknown:
             return callback(JoinResult(E.UNKNOWN_MEMBER_ID, member_id))
-        if not group.supports_protocols(req.protocol_type, [p for p, _ in req.protocols]):
-            return callback(JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id))
         member = group.get(member_id)
         protocols = list(req.protocols)
         if group.is_in(S.PREPARING_REBALANCE):
@@ -379,10 +356,11 @@ class GroupCoordinator:
             group.leader_id = next((m.member_id for m in group.members.values() if m.awaiting_join), None)
         group.init_next_generation()
         if group.is_in(S.EMPTY):
+            group.empty_since_ms = now  # offsets retention counts from here
             self._store_group(group)
             return
         for member in list(group.members.values()):
-            self._invoke_join(member, self._join_result_for(group, member))
+            member.complete_join(self._join_result_for(group, member))
             member.is_new = False
             self._schedule_heartbeat_expiry(group, member, now)
             group.pending_sync_members.add(member.member_id)
@@ -447,13 +425,13 @@ class GroupCoordinator:
             group.transition_to(S.STABLE, f"leader {req.member_id} sent the assignment")
             for m in group.members.values():
                 if m.sync_callback is not None:
-                    self._invoke_sync(m, SyncResult(E.NONE, group.protocol_type, group.protocol_name, m.assignment))
+                    m.complete_sync(SyncResult(E.NONE, group.protocol_type, group.protocol_name, m.assignment))
                     self._schedule_heartbeat_expiry(group, m, now)
 
     def _propagate_sync_error(self, group: Group, error: ErrorCode) -> None:
         for member in group.members.values():
             member.assignment = b""
-            self._invoke_sync(member, SyncResult(error))
+            member.complete_sync(SyncResult(error))
 
     # -- Heartbeat -----------------------------------------------------------------------
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
@@ -531,8 +509,8 @@ class GroupCoordinator:
 
     # -- removal -------------------------------------------------------------------------
     def _remove_member(self, group: Group, member: Member) -> None:
-        self._invoke_join(member, JoinResult(E.UNKNOWN_MEMBER_ID, member.member_id))
-        self._invoke_sync(member, SyncResult(E.UNKNOWN_MEMBER_ID))
+        member.complete_join(JoinResult(E.UNKNOWN_MEMBER_ID, member.member_id))
+        member.complete_sync(SyncResult(E.UNKNOWN_MEMBER_ID))
         self.timers.cancel(("heartbeat", group.group_id, member.member_id))
         group.remove(member.member_id)
 
@@ -551,18 +529,6 @@ class GroupCoordinator:
                 self._try_complete_join(group, now)
 
     # -- helpers -------------------------------------------------------------------------
-    @staticmethod
-    def _invoke_join(member: Member, result: JoinResult) -> None:
-        if member.join_callback is not None:
-            callback, member.join_callback = member.join_callback, None
-            callback(result)
-
-    @staticmethod
-    def _invoke_sync(member: Member, result: SyncResult) -> None:
-        if member.sync_callback is not None:
-            callback, member.sync_callback = member.sync_callback, None
-            callback(result)
-
     def _cancel_group_timers(self, group: Group) -> None:
         self.timers.cancel(("join", group.group_id))
         self.timers.cancel(("sync", group.group_id))
@@ -571,12 +537,4 @@ class GroupCoordinator:
             self.timers.cancel(("pending", group.group_id, member_id))
 
     def _store_group(self, group: Group) -> None:
-        protocol = group.protocol_name
-        members = tuple(
-            MemberSnapshot(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                           m.rebalance_timeout_ms, m.session_timeout_ms,
-                           m.metadata_for(protocol) if protocol else b"", m.assignment)
-            for m in group.members.values()
-        )
-        self.store.put_group(GroupSnapshot(group.group_id, group.generation_id, group.protocol_type,
-                                           protocol, group.leader_id, members))
+        self.store.put_group(snapshot_of(group))

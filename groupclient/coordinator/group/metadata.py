@@ -88,6 +88,18 @@ class Member:
     def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
         return self.protocols == protocols
 
+    def complete_join(self, result: JoinResult) -> None:
+        """Answer the waiting JoinGroup, if any (Kafka's completeJoinFuture)."""
+        if self.join_callback is not None:
+            callback, self.join_callback = self.join_callback, None
+            callback(result)
+
+    def complete_sync(self, result: SyncResult) -> None:
+        """Answer the waiting SyncGroup, if any (Kafka's completeSyncFuture)."""
+        if self.sync_callback is not None:
+            callback, self.sync_callback = self.sync_callback, None
+            callback(result)
+
     def has_satisfied_heartbeat(self) -> bool:
         if self.is_new:
             # new members can expire while still awaiting their first join response
@@ -113,6 +125,13 @@ class Group:
     new_member_added: bool = False
     # remaining budget of the initial delayed join, None when no initial delay is running
     initial_join_remaining_ms: int | None = None
+    # When the group last became (or was created or loaded) Empty, in monotonic ms: offsets
+    # retention counts from here (Kafka's currentStateTimestamp).  None: not known yet.
+    empty_since_ms: int | None = None
+    # Monotonic ms of each partition's last commit (or of the load).  The stored commit
+    # timestamps are wall-clock and the core gets no wall clock on its timers, so the offsets
+    # of a group without a protocol type expire by these.
+    offset_commit_ms: dict[tuple[str, int], int] = field(default_factory=dict)
 
     # -- transitions ---------------------------------------------------------------------
     def transition_to(self, target: GroupState, reason: str) -> None:
@@ -172,13 +191,8 @@ class Group:
 
     def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> Member:
         member = self.members.pop(old_id)
-        fenced_join = JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_id)
-        if member.join_callback is not None:
-            callback, member.join_callback = member.join_callback, None
-            callback(fenced_join)
-        if member.sync_callback is not None:
-            sync_callback, member.sync_callback = member.sync_callback, None
-            sync_callback(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
+        member.complete_join(JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_id))
+        member.complete_sync(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
         member.member_id = new_id
         self.members[new_id] = member
         if self.leader_id == old_id:

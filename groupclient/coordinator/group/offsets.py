@@ -40,7 +40,7 @@ def commit_offsets(
         if group is None:
             if generation_id < 0:
                 # a "simple" commit: the group only uses the coordinator to store offsets
-                group = coordinator.groups[group_id] = Group(group_id)
+                group = coordinator.groups[group_id] = Group(group_id, empty_since_ms=now)
             else:
                 error = E.ILLEGAL_GENERATION
         if group is not None:
@@ -58,28 +58,49 @@ def commit_offsets(
             accepted[tp] = CommittedOffset(o.offset, o.leader_epoch, o.metadata, wall_ms)
             results[tp] = E.NONE
     coordinator.store.put_offsets(group_id, accepted)
+    if group is not None:
+        group.offset_commit_ms.update(dict.fromkeys(accepted, now))  # for offsets retention
     return results
 
 
 def _member_may_commit(coordinator: GroupCoordinator, group: Group, generation_id: int,
                        member_id: str, instance_id: str | None, now: int) -> ErrorCode:
+    """Kafka's ClassicGroup.validateOffsetCommit, in its order: who commits is checked before
+    the group's state, so a stale or unknown member never hears REBALANCE_IN_PROGRESS."""
     if group.is_in(S.DEAD):
         return E.COORDINATOR_NOT_AVAILABLE
-    if group.is_static_member_fenced(instance_id, member_id):
-        return E.FENCED_INSTANCE_ID
     if generation_id < 0 and group.is_in(S.EMPTY):
+        # a "simple" commit (admin tools, manually assigned consumers); Kafka 4.x accepts it
+        # on an Empty group whatever member id it carries
         return E.NONE
-    if group.is_in(S.COMPLETING_REBALANCE):
-        return E.REBALANCE_IN_PROGRESS
-    if not group.has(member_id):
+    if generation_id >= 0 or member_id or instance_id is not None:
+        error = _validate_member(group, member_id, instance_id)
+        if error:
+            return error
+        if generation_id != group.generation_id:
+            return E.ILLEGAL_GENERATION
+    elif not group.is_in(S.EMPTY):
+        # no member id and no generation: only a group without members takes such commits
         return E.UNKNOWN_MEMBER_ID
-    if generation_id != group.generation_id:
-        return E.ILLEGAL_GENERATION
-    # a commit is proof of life, as in Kafka
+    if group.is_in(S.COMPLETING_REBALANCE):
+        # a current member that has its JoinGroup answer but not yet its assignment
+        return E.REBALANCE_IN_PROGRESS
+    # Stable or PreparingRebalance: a commit is proof of life, as in Kafka
     member = group.get(member_id)
     if not member.awaiting_join:
         coordinator.heartbeat(group.group_id, member_id, instance_id, generation_id, now)
     return E.NONE
+
+
+def _validate_member(group: Group, member_id: str, instance_id: str | None) -> ErrorCode:
+    """Kafka's ClassicGroup.validateMember."""
+    if instance_id is not None:
+        known = group.static_member_id(instance_id)
+        if known is None:
+            return E.UNKNOWN_MEMBER_ID
+        if known != member_id:
+            return E.FENCED_INSTANCE_ID
+    return E.NONE if group.has(member_id) else E.UNKNOWN_MEMBER_ID
 
 
 def fetch_offsets(

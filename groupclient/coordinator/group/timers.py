@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 from collections.abc import Callable, Hashable
+
+log = logging.getLogger("groupclient.coordinator.group")
 
 TimerAction = Callable[[int], None]
 
@@ -56,11 +59,15 @@ class TimerQueue:
         """Run due actions one at a time, earliest first; return how many ran.
 
         One at a time because an action may reschedule or cancel another due timer, which
-        must then not fire with its old deadline.
+        must then not fire with its old deadline.  An action that raises is logged and counted;
+        the timers of every other group (and member) must still fire.
         """
         ran = 0
         while (action := self.pop_next_due(now)) is not None:
-            action(now)
+            try:
+                action(now)
+            except Exception:
+                log.exception("a coordinator timer action failed at %d ms", now)
             ran += 1
         return ran
 

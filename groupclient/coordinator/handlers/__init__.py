@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from ...protocol.apis import ApiKey
 from . import (
-    api_versions, create_topics, describe_groups, fetch, find_coordinator, heartbeat, init_producer_id,
-    join_group, leave_group, list_groups, list_offsets, metadata, offset_commit, offset_fetch,
-    produce, sync_group,
+    api_versions, create_topics, delete_groups, describe_groups, fetch, find_coordinator, heartbeat,
+    init_producer_id, join_group, leave_group, list_groups, list_offsets, metadata, offset_commit,
+    offset_fetch, produce, sync_group,
 )
 from .context import Handler, RequestContext
 
@@ -27,6 +27,7 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DESCRIBE_GROUPS: describe_groups.HANDLER,
     ApiKey.LIST_GROUPS: list_groups.HANDLER,
     ApiKey.INIT_PRODUCER_ID: init_producer_id.HANDLER,
+    ApiKey.DELETE_GROUPS: delete_groups.HANDLER,
 }
 
 __all__ = ["HANDLERS", "Handler", "RequestContext"]

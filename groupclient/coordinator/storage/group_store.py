@@ -2,20 +2,36 @@
 
 The store is shared by every node of a cluster, like a replicated offsets topic: whichever
 node leads a group's partition loads the group from here.  With a data directory every change
-is journaled as a JSON entry; replay keeps the last value of each key.
+is journaled as a JSON entry; replay keeps the last value of each key, and tombstones (a deleted
+group, expired offsets) remove keys.
+
+The journal is compacted as Kafka compacts ``__consumer_offsets``, but all at once: when it has
+grown past ``COMPACTION_RATIO`` times the size of the live state, and past
+``compaction_min_bytes`` (1 MiB), it is rewritten to hold one entry per live group and one per
+group's offsets; tombstones are not needed after that, the keys are simply absent.  Each append
+costs amortized O(1): a rewrite of L bytes only happens after at least L bytes were appended.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from .journal import Journal
 
+log = logging.getLogger("groupclient.coordinator.storage")
+
 TopicPartition = tuple[str, int]
+
+COMPACTION_MIN_BYTES = 1024 * 1024
+COMPACTION_RATIO = 2
+# offsets per journal entry when the journal is rewritten (keeps single entries small)
+_OFFSETS_PER_ENTRY = 1000
 
 
 @dataclass(frozen=True)
@@ -52,42 +68,93 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+def _encode(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, separators=(",", ":")).encode()
+
+
 class GroupStore:
-    def __init__(self, data_dir: Path | None = None, fsync: bool = False) -> None:
+    def __init__(self, data_dir: Path | None = None, fsync: bool = False,
+                 compaction_min_bytes: int = COMPACTION_MIN_BYTES) -> None:
         self.groups: dict[str, GroupSnapshot] = {}
         self.offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        self._compaction_min_bytes = compaction_min_bytes
+        self._check_compaction_at = compaction_min_bytes
         self._journal = Journal(data_dir / "groups.journal", fsync) if data_dir else None
         if self._journal is not None:
             for entry in self._journal.replay():
                 self._apply(json.loads(entry))
+            self._maybe_compact()  # a journal left large (by a crash or an older version)
 
     def put_group(self, snapshot: GroupSnapshot) -> None:
-        record: dict[str, Any] = asdict(snapshot)
-        for member in record["members"]:
-            member["subscription"] = _b64(member["subscription"])
-            member["assignment"] = _b64(member["assignment"])
-        self._write({"type": "group", "value": record})
+        self._write(self._group_record(snapshot))
 
     def put_offsets(self, group_id: str, offsets: dict[TopicPartition, CommittedOffset]) -> None:
         if not offsets:
             return
-        rows = [[t, p, asdict(c)] for (t, p), c in offsets.items()]
-        self._write({"type": "offsets", "group_id": group_id, "offsets": rows})
+        self._write(self._offsets_record(group_id, offsets.items()))
+
+    def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> None:
+        """Tombstones for committed offsets (expired by retention)."""
+        table = self.offsets.get(group_id, {})
+        known = [[t, p] for t, p in partitions if (t, p) in table]
+        if known:
+            self._write({"type": "offsets_delete", "group_id": group_id, "partitions": known})
 
     def delete_group(self, group_id: str) -> None:
-        self._write({"type": "delete", "group_id": group_id})
+        """A tombstone for the group's metadata and all its offsets."""
+        if group_id in self.groups or group_id in self.offsets:
+            self._write({"type": "delete", "group_id": group_id})
 
     def group_ids(self) -> set[str]:
         return set(self.groups) | set(self.offsets)
+
+    def journal_bytes(self) -> int:
+        return self._journal.size_bytes if self._journal is not None else 0
 
     def close(self) -> None:
         if self._journal is not None:
             self._journal.close()
 
+    # -- the journal ---------------------------------------------------------------------
     def _write(self, record: dict[str, Any]) -> None:
         if self._journal is not None:
-            self._journal.append(json.dumps(record, separators=(",", ":")).encode())
+            self._journal.append(_encode(record))  # first: a failed write changes nothing
         self._apply(record)
+        self._maybe_compact()
+
+    def _maybe_compact(self) -> None:
+        journal = self._journal
+        if journal is None or journal.size_bytes <= self._check_compaction_at:
+            return
+        live = [_encode(record) for record in self._live_records()]
+        live_bytes = sum(len(entry) + 8 for entry in live)  # + each entry's header
+        if journal.size_bytes > COMPACTION_RATIO * live_bytes:
+            before = journal.size_bytes
+            journal.rewrite(live)
+            log.info("%s compacted from %d to %d bytes", journal.path, before, journal.size_bytes)
+        # the next check once the journal has doubled the live state again
+        self._check_compaction_at = max(self._compaction_min_bytes, COMPACTION_RATIO * live_bytes)
+
+    def _live_records(self) -> Iterator[dict[str, Any]]:
+        for snapshot in self.groups.values():
+            yield self._group_record(snapshot)
+        for group_id, table in self.offsets.items():
+            rows = list(table.items())
+            for start in range(0, len(rows), _OFFSETS_PER_ENTRY):
+                yield self._offsets_record(group_id, rows[start:start + _OFFSETS_PER_ENTRY])
+
+    @staticmethod
+    def _group_record(snapshot: GroupSnapshot) -> dict[str, Any]:
+        value: dict[str, Any] = asdict(snapshot)
+        for member in value["members"]:
+            member["subscription"] = _b64(member["subscription"])
+            member["assignment"] = _b64(member["assignment"])
+        return {"type": "group", "value": value}
+
+    @staticmethod
+    def _offsets_record(group_id: str, offsets: Iterable[tuple[TopicPartition, CommittedOffset]]) -> dict[str, Any]:
+        rows = [[t, p, asdict(c)] for (t, p), c in offsets]
+        return {"type": "offsets", "group_id": group_id, "offsets": rows}
 
     def _apply(self, record: dict[str, Any]) -> None:
         kind = record["type"]
@@ -106,6 +173,13 @@ class GroupStore:
             table = self.offsets.setdefault(record["group_id"], {})
             for topic, partition, committed in record["offsets"]:
                 table[(topic, partition)] = CommittedOffset(**committed)
+        elif kind == "offsets_delete":
+            group_id = record["group_id"]
+            table = self.offsets.get(group_id, {})
+            for topic, partition in record["partitions"]:
+                table.pop((topic, partition), None)
+            if not table:
+                self.offsets.pop(group_id, None)
         elif kind == "delete":
             self.groups.pop(record["group_id"], None)
             self.offsets.pop(record["group_id"], None)
