@@ -16,6 +16,14 @@ class RebalanceProtocol(enum.Enum):
     COOPERATIVE = "cooperative"  # members keep partitions that do not move (KIP-429)
 
 
+def member_order(member_id: str, sub: Subscription) -> tuple[int, str]:
+    """Kafka's MemberInfo order: static members first, by instance id (so a restarted static
+    member, with a new member id, keeps its place, KIP-345); then dynamic ones by member id."""
+    if sub.group_instance_id is not None:
+        return (0, sub.group_instance_id)
+    return (1, member_id)
+
+
 class PartitionAssignor(abc.ABC):
     """A pure function of the group's subscriptions and the partitions that exist."""
 

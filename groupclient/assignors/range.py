@@ -7,12 +7,7 @@ from collections.abc import Mapping
 from kafka.structs import TopicPartition
 
 from ..protocol.consumer_protocol import Assignment, Subscription
-from .base import PartitionAssignor
-
-
-def member_order(member_id: str, sub: Subscription) -> tuple[str, str]:
-    # static members sort by instance id so a restart (new member id) keeps its place (KIP-345)
-    return (sub.group_instance_id or member_id, member_id)
+from .base import PartitionAssignor, member_order
 
 
 class RangeAssignor(PartitionAssignor):

@@ -8,8 +8,7 @@ from collections.abc import Mapping
 from kafka.structs import TopicPartition
 
 from ..protocol.consumer_protocol import Assignment, Subscription
-from .base import PartitionAssignor
-from .range import member_order
+from .base import PartitionAssignor, member_order
 
 
 class RoundRobinAssignor(PartitionAssignor):

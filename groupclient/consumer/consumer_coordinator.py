@@ -14,16 +14,22 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from ..assignors.base import PartitionAssignor, RebalanceProtocol, validate_assignment
 from ..clock import Timer
+from ..errors import (
+    CommitFailedError, FatalGroupError, KafkaTimeoutError, ProtocolError, RebalanceInProgressError, RetriableError,
+)
+from ..member.membership import Generation, GroupMembership, JoinedMember
+from ..network.future import RequestFuture
+from ..network.transport import Transport
+from ..protocol.apis import ApiKey
+from ..protocol.consumer_protocol import (
+    Assignment, Subscription, decode_assignment, decode_subscription, encode_assignment, encode_subscription,
+)
+from ..protocol.error_table import Action, action_for, error_for
+from ..protocol.errors import error_name
 from .listener import ListenerCalls
 from .subscription import SubscriptionState
-from ..errors import CommitFailedError, KafkaTimeoutError, RetriableError
-from ..network.future import RequestFuture
-from ..protocol.error_table import Action, action_for
-from ..protocol.errors import ErrorCode
-from ..protocol.consumer_protocol import Assignment, Subscription, decode_assignment, decode_subscription, encode_assignment, encode_subscription
-from ..member.membership import Generation, GroupMembership, JoinedMember, broker_error
 
-log = logging.getLogger("groupclient.group")
+log = logging.getLogger("groupclient.consumer")
 
 T = TypeVar("T")
 CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata], Exception | None], Any]
@@ -38,12 +44,17 @@ class ConsumerCoordinator:
         self.enable_auto_commit = enable_auto_commit
         self.auto_commit_interval_ms = auto_commit_interval_ms
         self.membership: GroupMembership  # set by the consumer right after construction
+        self.drop_fetched: Callable[[], None] = lambda: None  # the consumer's fetch buffer
         self.next_auto_commit_ms = 0
+        # the commit sent before a rebalance; the join waits for it across polls (Java's
+        # onJoinPrepare), so a short poll() is never held by a slow commit
+        self._prepare_commit: RequestFuture[None] | None = None
+        self.in_flight_commits: set[RequestFuture[None]] = set()
         self.assigned_snapshot: dict[str, int] | None = None  # leader: partition counts it assigned with
         self.completed_commits: deque[tuple[CommitCallback, dict[TopicPartition, OffsetAndMetadata], Exception | None]] = deque()
 
     @property
-    def client(self) -> Any:
+    def client(self) -> Transport:
         return self.membership.client
 
     # -- hooks for GroupMembership ---------------------------------------------------------
@@ -81,24 +92,44 @@ class ConsumerCoordinator:
             log.info("group %s: no metadata yet for %s; assigning without them", self.membership.config.group_id,
                      sorted(missing))
             self.client.set_topics(self.subscription.topics | group_topics)
+            self.client.metadata.request_update()
         assignments = assignor.assign(counts, subscriptions)
         validate_assignment(assignor, counts, subscriptions, assignments)
         self.assigned_snapshot = {t: counts.get(t, -1) for t in group_topics}
         return {m: encode_assignment(assignments.get(m, Assignment([]))) for m in subscriptions}
 
-    def on_join_prepare(self, generation: Generation) -> None:
+    def watch_group(self, protocol: str, members: list[JoinedMember]) -> None:
+        """A static leader told to skip the assignment still watches the group's topics, so that
+        a partition count change still triggers a rebalance."""
+        group_topics = {t for m in members for t in decode_subscription(m.metadata).topics}
+        self.subscription.group_topics = group_topics
+        self.client.set_topics(self.subscription.topics | group_topics)
+        metadata = self.client.metadata
+        self.assigned_snapshot = {t: len(p) if (p := metadata.partitions_for_topic(t)) else -1 for t in group_topics}
+
+    def on_join_prepare(self, generation: Generation, timer: Timer) -> bool:
         if self.enable_auto_commit and generation.generation_id >= 0:
-            self._commit_before_rebalance(generation)
-        dropped = self.subscription.take_lost()  # already given up by the heartbeat thread
+            if not self._commit_before_rebalance(timer):
+                return False
+        dropped = self.subscription.take_lost()  # already given up (poll timeout, lost lease)
         lost = bool(dropped) or generation.generation_id < 0
         owned = self.subscription.assigned() | dropped
         protocol = self._protocol_in_use(generation)
         if protocol is RebalanceProtocol.COOPERATIVE and not lost:
-            return  # cooperative members keep their partitions while rejoining (KIP-429)
+            return True  # cooperative members keep their partitions while rejoining (KIP-429)
         self.subscription.set_group_assignment(set())
+        self.drop_fetched()
         if owned:
             # lost: others may own them already, so the listener must not commit for them
             self.listener_calls.call("on_partitions_lost" if lost else "on_partitions_revoked", owned)
+        return True
+
+    def on_ownership_lost(self, reason: str) -> None:
+        lost = self.subscription.mark_lost()
+        self.drop_fetched()
+        if lost:
+            log.warning("group %s: partitions %s are lost: %s", self.membership.config.group_id,
+                        sorted(f"{tp.topic}-{tp.partition}" for tp in lost), reason)
 
     def _protocol_in_use(self, generation: Generation) -> RebalanceProtocol:
         if generation.protocol_name:
@@ -108,17 +139,32 @@ class ConsumerCoordinator:
                 pass
         return RebalanceProtocol.EAGER
 
-    def _commit_before_rebalance(self, generation: Generation) -> None:
-        offsets = self.subscription.consumed_offsets()
-        if not offsets:
-            return
-        try:
-            self.commit_sync(offsets, Timer(self.membership.clock, self.membership.config.rebalance_timeout_ms))
-        except (CommitFailedError, RetriableError, KafkaTimeoutError) as exc:
-            log.warning("group %s: auto-commit before rebalance failed: %s", self.membership.config.group_id, exc)
+    def _commit_before_rebalance(self, timer: Timer) -> bool:
+        """Commit what the application was given before giving partitions up; True once done
+        (or failed: the partitions are given up either way), False while it is still on its way."""
+        future = self._prepare_commit
+        if future is None:
+            offsets = self.subscription.consumed_offsets()
+            if not offsets:
+                return True
+            if not self.membership.ensure_coordinator_ready(timer):
+                return False
+            future = self._prepare_commit = self._send_commit(offsets)
+        self.client.poll_until(future, timer)
+        if not future.is_done():
+            return False
+        self._prepare_commit = None
+        if future.failed():
+            log.warning("group %s: auto-commit before rebalance failed: %s", self.membership.config.group_id,
+                        future.exception)
+        return True
 
     def on_join_complete(self, generation: Generation, assignment_bytes: bytes) -> None:
-        assignment = decode_assignment(assignment_bytes)
+        try:
+            assignment = decode_assignment(assignment_bytes)
+        except Exception as exc:
+            raise ProtocolError(f"the group leader's assignment for generation {generation.generation_id} "
+                                f"cannot be read ({exc!r}); rejoining") from exc
         partitions = set(assignment.partitions)
         unexpected = {tp for tp in partitions if tp.topic not in self.subscription.topics}
         if unexpected:
@@ -183,26 +229,27 @@ class ConsumerCoordinator:
     def _handle_commit(self, response: Any, future: RequestFuture[None], sent: Generation) -> None:
         for topic in response.topics:
             for p in topic.partitions:
-                if not p.error_code:
+                code = p.error_code
+                if not code:
                     continue
-                action = action_for(p.error_code)
-                error = ErrorCode(p.error_code) if p.error_code in ErrorCode._value2member_map_ else None
+                action = action_for(code, ApiKey.OFFSET_COMMIT)
+                name = error_name(code)
                 if action is Action.REDISCOVER:
-                    self.membership.mark_coordinator_dead(f"OffsetCommit answered {error}")
-                    return future.failure(broker_error(p.error_code, "OffsetCommit"))
-                if action in (Action.RETRY,):
-                    return future.failure(broker_error(p.error_code, "OffsetCommit"))
-                if action in (Action.REJOIN, Action.RESET_MEMBER, Action.RESET_GENERATION):
-                    if action is not Action.REJOIN:
-                        self.membership.reset_generation_if(sent, f"OffsetCommit answered {error}",
-                                                            keep_member_id=action is Action.RESET_GENERATION)
-                    else:
-                        self.membership.request_rejoin("OffsetCommit: the group is rebalancing")
+                    self.membership.mark_coordinator_dead(f"OffsetCommit answered {name}")
+                elif action is Action.REJOIN:
+                    self.membership.request_rejoin("OffsetCommit: the group is rebalancing")
+                    return future.failure(RebalanceInProgressError(
+                        "the group is rebalancing: commit again after the member has rejoined"))
+                elif action in (Action.RESET_MEMBER, Action.RESET_GENERATION):
+                    self.membership.reset_generation_if(sent, f"OffsetCommit answered {name}",
+                                                        keep_member_id=action is Action.RESET_GENERATION)
                     return future.failure(CommitFailedError(
-                        f"commit failed ({error.name if error else p.error_code}): the group rebalanced and the "
-                        "partitions may belong to another member now; they will be consumed again from the last "
-                        "committed offset"))
-                return future.failure(broker_error(p.error_code, "OffsetCommit"))
+                        f"commit failed ({name}): the group rebalanced and the partitions may belong to "
+                        "another member now; they will be consumed again from the last committed offset"))
+                error = error_for(code, ApiKey.OFFSET_COMMIT, "OffsetCommit")
+                if isinstance(error, FatalGroupError):
+                    self.membership.set_fatal(error)
+                return future.failure(error)
         future.success(None)
 
     def commit_sync(self, offsets: dict[TopicPartition, OffsetAndMetadata], timer: Timer) -> None:
@@ -222,7 +269,7 @@ class ConsumerCoordinator:
             if future.is_done():
                 exc = future.exception
                 assert exc is not None
-                if not (future.retriable() or isinstance(exc, RetriableError)):
+                if not isinstance(exc, RetriableError):
                     raise exc
             if timer.expired():
                 raise KafkaTimeoutError(f"{what} did not finish in time")
@@ -239,6 +286,8 @@ class ConsumerCoordinator:
             elif error is not None:
                 log.warning("group %s: async commit failed: %s", self.membership.config.group_id, error)
 
+        self.in_flight_commits.add(future)
+        future.add_both(lambda _: self.in_flight_commits.discard(future))
         future.add_both(done)
         return future
 
@@ -283,14 +332,14 @@ class ConsumerCoordinator:
         else:
             error, topics = response.error_code, response.topics
         if error:
-            if action_for(error) is Action.REDISCOVER:
-                self.membership.mark_coordinator_dead("OffsetFetch answered an error")
-            return future.failure(broker_error(error, "OffsetFetch"))
+            if action_for(error, ApiKey.OFFSET_FETCH) is Action.REDISCOVER:
+                self.membership.mark_coordinator_dead(f"OffsetFetch answered {error_name(error)}")
+            return future.failure(error_for(error, ApiKey.OFFSET_FETCH, "OffsetFetch"))
         result: dict[TopicPartition, OffsetAndMetadata | None] = {}
         for t in topics:
             for p in t.partitions:
                 if p.error_code:
-                    return future.failure(broker_error(p.error_code, "OffsetFetch"))
+                    return future.failure(error_for(p.error_code, ApiKey.OFFSET_FETCH, "OffsetFetch"))
                 tp = TopicPartition(t.name, p.partition_index)
                 result[tp] = (OffsetAndMetadata(p.committed_offset, p.metadata or "", p.committed_leader_epoch)
                               if p.committed_offset >= 0 else None)

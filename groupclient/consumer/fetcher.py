@@ -20,10 +20,11 @@ from kafka.structs import TopicPartition
 
 from ..clock import Timer
 from ..errors import ConfigurationError, KafkaTimeoutError, RetriableError
-from ..network.client import NetworkClient
+from ..network.transport import Transport
 from ..network.future import RequestFuture
+from ..protocol.apis import ApiKey
 from ..protocol.error_table import Action, action_for
-from ..protocol.errors import ErrorCode
+from ..protocol.errors import ErrorCode, error_name
 from .records import decode_records
 from .subscription import SubscriptionState
 
@@ -77,7 +78,7 @@ class CompletedFetch:
 
 
 class Fetcher:
-    def __init__(self, client: NetworkClient, subscription: SubscriptionState, config: FetchConfig) -> None:
+    def __init__(self, client: Transport, subscription: SubscriptionState, config: FetchConfig) -> None:
         self.client = client
         self.subscription = subscription
         self.config = config
@@ -117,7 +118,7 @@ class Fetcher:
         def build(version: int) -> Any:
             return self._build(version, partitions)
 
-        timeout = self.client.config.request_timeout_ms + self.config.fetch_max_wait_ms
+        timeout = self.client.request_timeout_ms + self.config.fetch_max_wait_ms
         future = self.client.send(node, FetchRequest, FetchResponse, build, timeout_ms=timeout)
         with self._lock:
             self._in_flight_nodes.add(node)
@@ -146,7 +147,7 @@ class Fetcher:
                 fetch_offset = asked.get(tp)
                 if fetch_offset is None:
                     continue
-                action = action_for(p.error_code)
+                action = action_for(p.error_code, ApiKey.FETCH)
                 if action is Action.NONE:
                     self.subscription.set_high_watermark(tp, p.high_watermark)
                     if p.records:
@@ -158,7 +159,7 @@ class Fetcher:
                 elif action is Action.REFRESH_METADATA:
                     self.client.metadata.request_update()
                 else:
-                    log.warning("fetch of %s failed with error %d", tp, p.error_code)
+                    log.warning("fetch of %s failed with %s", tp, error_name(p.error_code))
         with self._lock:
             self._in_flight_nodes.discard(node)
             self._completed.extend(completed)
@@ -169,8 +170,9 @@ class Fetcher:
         with self._lock:
             self._in_flight_nodes.discard(node)
 
-    def fetched_records(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
-        """Drain up to ``max_records`` decoded records and advance the positions."""
+    def fetched_records(self, max_records: int, delivered: bool = True) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Drain up to ``max_records`` decoded records and advance the positions; ``delivered``
+        False leaves the commit positions to the caller (an iterator yields one at a time)."""
         result: dict[TopicPartition, list[ConsumerRecord]] = {}
         remaining = max_records
         paused = self.subscription.paused()
@@ -192,7 +194,7 @@ class Fetcher:
                 else:
                     continue
             records = [r for r in completed.take(remaining) if r.offset >= position]
-            if records and self.subscription.advance(tp, position, records[-1].offset + 1):
+            if records and self.subscription.advance(tp, position, records[-1].offset + 1, delivered):
                 result.setdefault(tp, []).extend(records)
                 remaining -= len(records)
                 completed.fetch_offset = records[-1].offset + 1
@@ -250,7 +252,7 @@ class Fetcher:
             for t in response.topics:
                 for p in t.partitions:
                     if p.error_code:
-                        if action_for(p.error_code) is Action.REFRESH_METADATA:
+                        if action_for(p.error_code, ApiKey.LIST_OFFSETS) is Action.REFRESH_METADATA:
                             self.client.metadata.request_update()
                         continue
                     offset = p.offset if response.version >= 1 else (p.old_style_offsets or [-1])[0]

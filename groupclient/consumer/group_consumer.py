@@ -19,7 +19,7 @@ from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartiti
 
 from ..assignors.registry import resolve_assignors
 from ..clock import Clock, SystemClock, Timer
-from ..errors import ConfigurationError, IllegalStateError, KafkaTimeoutError
+from ..errors import CommitFailedError, ConfigurationError, IllegalStateError, KafkaTimeoutError
 from .consumer_coordinator import CommitCallback, ConsumerCoordinator
 from ..member.heartbeat_thread import HeartbeatThread
 from ..member.membership import GroupConfig, GroupMembership
@@ -78,6 +78,7 @@ class GroupConsumer:
                 cfg["group_id"], cfg["group_instance_id"], cfg["session_timeout_ms"], cfg["max_poll_interval_ms"],
                 cfg["heartbeat_interval_ms"], cfg["retry_backoff_ms"], cfg["request_timeout_ms"]), self._coordinator)
             self._coordinator.membership = self._membership
+            self._coordinator.drop_fetched = lambda: self._fetcher.drop_buffered(set())
         self._iterator: Iterator[ConsumerRecord] | None = None
         if topics:
             self.subscribe(list(topics))
@@ -102,7 +103,8 @@ class GroupConsumer:
             self._listener_calls.listener = listener
             self._client.set_topics(None if compiled is not None else set(names))
             assert self._membership is not None
-            if self._subscription.topics != before and self._membership.generation_if_stable() is not None:
+            if self._subscription.topics != before:
+                # also while a JoinGroup is under way: that join carries the old subscription
                 self._membership.request_rejoin(f"subscription changed to {sorted(self._subscription.topics)}")
 
     def subscription(self) -> set[str] | None:
@@ -143,25 +145,25 @@ class GroupConsumer:
             if timeout_ms < 0:
                 raise ConfigurationError("timeout_ms must not be negative")
             limit = max_records or self.config["max_poll_records"]
-            timer = Timer(self._clock, timeout_ms)
-            if self._membership is not None:
-                self._membership.heartbeat.poll(self._clock.monotonic_ms())
-            while True:
-                self._raise_pending()
-                ready = self._poll_coordinator(timer)
-                if ready and self._positions_known_in_time(timer):
-                    records = self._fetcher.fetched_records(limit)
-                    self._fetcher.send_fetches()
-                    if records:
-                        self._raise_pending()
-                        return records
-                # wait for network events: a fetch answer comes within fetch_max_wait_ms, and
-                # wakeup() or another thread's send interrupts the wait at once
-                wait = min(timer.remaining_ms(), self.config["fetch_max_wait_ms"] + 100, 1000)
-                self._client.poll_until(None, Timer(self._clock, wait))
-                if timer.expired():
+            return self._poll_records(Timer(self._clock, timeout_ms), limit, update_offsets)
+
+    def _poll_records(self, timer: Timer, limit: int, delivered: bool) -> Records:
+        while True:
+            self._raise_pending()
+            ready = self._poll_coordinator(timer)
+            if ready and self._positions_known_in_time(timer):
+                records = self._fetcher.fetched_records(limit, delivered)
+                self._fetcher.send_fetches()
+                if records:
                     self._raise_pending()
-                    return {}
+                    return records
+            # wait for network events: a fetch answer comes within fetch_max_wait_ms, and
+            # wakeup() or another thread's send interrupts the wait at once
+            wait = min(timer.remaining_ms(), self.config["fetch_max_wait_ms"] + 100, 1000)
+            self._client.poll_until(None, Timer(self._clock, wait))
+            if timer.expired():
+                self._raise_pending()
+                return {}
 
     def _raise_pending(self) -> None:
         self._listener_calls.raise_pending()
@@ -180,6 +182,12 @@ class GroupConsumer:
             if coordinator is not None:
                 coordinator.maybe_auto_commit(self._clock.monotonic_ms())
             return True
+        now = self._clock.monotonic_ms()
+        # every turn of the poll loop counts as polling (Java's pollHeartbeat), so one long
+        # poll() on an idle topic never looks like an application that stopped polling
+        membership.poll_heartbeat(now)
+        # a member that was frozen past its lease lets go before it hands out another record
+        membership.check_lease(now)
         if self._subscription.pattern is not None and self._client.metadata.version:
             if self._subscription.match_pattern(self._client.metadata.topics()):
                 membership.request_rejoin(f"the pattern now matches {sorted(self._subscription.topics)}")
@@ -188,7 +196,9 @@ class GroupConsumer:
         if coordinator.metadata_changed_since_assignment():
             coordinator.assigned_snapshot = None
             membership.request_rejoin("partition metadata changed since the last assignment")
-        if membership.rejoin_needed_or_pending() or membership.coordinator_unknown():
+        if membership.coordinator_unknown() and not membership.ensure_coordinator_ready(timer):
+            return False  # Java's ConsumerCoordinator.poll: look the coordinator up on every poll
+        if membership.rejoin_needed_or_pending():
             if not membership.join_group_if_needed(timer):
                 return False
             self._start_heartbeat_thread()
@@ -215,8 +225,8 @@ class GroupConsumer:
     def _on_poll_timeout(self) -> None:
         # runs on the heartbeat thread: drop the partitions before LeaveGroup goes out, so that no
         # other member can be assigned a partition this one still claims
-        self._subscription.mark_lost()
-        self._fetcher.drop_buffered(set())
+        assert self._coordinator is not None
+        self._coordinator.on_ownership_lost("poll() was not called within max_poll_interval_ms")
 
     def _positions_known_in_time(self, timer: Timer) -> bool:
         """Inside poll(), running out of time while looking up positions is not an error: the
@@ -249,14 +259,19 @@ class GroupConsumer:
         return self
 
     def __next__(self) -> ConsumerRecord:
+        """The next record; a commit (auto, on revoke, on close, or ``commit()``) covers exactly the
+        records this has returned, not the rest of the batch it fetched them in."""
         timeout = self.config["consumer_timeout_ms"]
         timer = Timer(self._clock, None if timeout == float("inf") else timeout)
         while True:
-            if self._iterator is not None:
+            while self._iterator is not None:
                 record = next(self._iterator, None)
-                if record is not None:
+                if record is None:
+                    self._iterator = None
+                elif self._subscription.mark_delivered(TopicPartition(record.topic, record.partition), record.offset):
                     return record
-            batch = self.poll(timeout_ms=min(timer.remaining_ms(), 1000))
+                # else: revoked or seeked away since it was fetched; not this consumer's to give
+            batch = self.poll(timeout_ms=min(timer.remaining_ms(), 1000), update_offsets=False)
             self._iterator = iter([r for records in batch.values() for r in records])
             if not batch and timer.expired():
                 raise StopIteration
@@ -283,6 +298,7 @@ class GroupConsumer:
             if not isinstance(offset, int) or offset < 0:
                 raise ConfigurationError(f"offset must be a non-negative integer, not {offset!r}")
             self._subscription.seek(partition, offset)
+            self._iterator = None  # records fetched before the seek are not the ones to return
 
     def seek_to_beginning(self, *partitions: TopicPartition) -> None:
         self._seek_to("earliest", partitions)
@@ -319,9 +335,23 @@ class GroupConsumer:
         with self._ownership.acquired():
             self._ensure_open()
             coordinator = self._group()
-            offsets = self._subscription.consumed_offsets() if offsets is None else _as_offsets(offsets)
+            if offsets is None:
+                self._check_still_member()
+                offsets = self._subscription.consumed_offsets()
+            else:
+                offsets = _as_offsets(offsets)
             coordinator.commit_sync(offsets, Timer(self._clock, timeout_ms))
             coordinator.invoke_completed_commit_callbacks()
+
+    def _check_still_member(self) -> None:
+        """A commit of "what was consumed" after the partitions were taken away outside a
+        rebalance (poll timeout, lost lease) cannot succeed: say so, as Kafka does."""
+        if self._subscription.is_group_subscribed() and self._subscription.has_lost():
+            raise CommitFailedError(
+                "the consumer is no longer part of the group: poll() was not called within "
+                "max_poll_interval_ms, or the coordinator could not be reached within the session "
+                "timeout; its partitions may belong to another member now and will be consumed again "
+                "from the last committed offset")
 
     def commit_async(self, offsets: dict[TopicPartition, OffsetAndMetadata] | None = None,
                      callback: CommitCallback | None = None) -> RequestFuture[None]:
@@ -330,7 +360,8 @@ class GroupConsumer:
             coordinator = self._group()
             offsets = self._subscription.consumed_offsets() if offsets is None else _as_offsets(offsets)
             future = coordinator.commit_async(offsets, callback or self.config["default_offset_commit_callback"])
-            self._client.poll_until(None, Timer(self._clock, 0))
+            # send it now; a pending wakeup() is for the next blocking call, not for this one
+            self._client.poll_until(None, Timer(self._clock, 0), wakeup=False)
             return future
 
     def committed(self, partition: TopicPartition, metadata: bool = False,
@@ -420,9 +451,11 @@ class GroupConsumer:
         membership = self._membership
         if membership is None or not self._subscription.is_group_subscribed():
             return
-        owned = self._subscription.assigned()
-        if owned and membership.generation_if_stable() is not None:
-            self._listener_calls.call("on_partitions_revoked", owned)
+        owned = self._subscription.assigned() | self._subscription.take_lost()
+        if owned:
+            # not stable: the group may have moved on without this member, so it must not commit
+            stable = membership.generation_if_stable() is not None
+            self._listener_calls.call("on_partitions_revoked" if stable else "on_partitions_lost", owned)
         self._subscription.set_group_assignment(set())
         future = membership.maybe_leave_group(reason)
         if future is not None:
@@ -434,16 +467,20 @@ class GroupConsumer:
                 return
             timer = Timer(self._clock, timeout_ms if timeout_ms is not None else 30000)
             try:
-                if self._heartbeat_thread is not None:
-                    self._heartbeat_thread.shutdown()
                 coordinator = self._coordinator
+                # commit while the heartbeat thread still keeps the member in the group
                 if autocommit and coordinator is not None and self.config["enable_auto_commit"]:
                     try:
                         coordinator.commit_sync(self._subscription.consumed_offsets(), timer)
                     except Exception as exc:
                         log.warning("auto-commit on close failed: %s", exc)
                 if coordinator is not None:
+                    # async commits still on their way are answered before the member leaves
+                    for future in list(coordinator.in_flight_commits):
+                        self._client.poll_until(future, timer, wakeup=False)
                     coordinator.invoke_completed_commit_callbacks()
+                if self._heartbeat_thread is not None:
+                    self._heartbeat_thread.shutdown()
                 self._leave_group("the consumer is closing")
             finally:
                 self._closed = True

@@ -26,6 +26,9 @@ class SubscriptionType(enum.Enum):
 @dataclass
 class PartitionState:
     position: int | None = None  # next offset to fetch; None until known
+    # the next offset the application has not been given: what a commit without offsets covers.
+    # Behind ``position`` while an iterator still holds records that were fetched but not yielded.
+    delivered: int | None = None
     leader_epoch: int | None = None
     paused: bool = False
     reset_requested: str | None = None  # "earliest" / "latest" when the position must be reset
@@ -123,21 +126,37 @@ class SubscriptionState:
         with self._lock:
             state = self._state(tp)
             state.position, state.leader_epoch, state.reset_requested = offset, leader_epoch, None
+            state.delivered = offset
 
-    def advance(self, tp: TopicPartition, expected: int, new_position: int) -> bool:
-        """Move the position if nobody seeked meanwhile; False if the records are stale."""
+    def advance(self, tp: TopicPartition, expected: int, new_position: int, delivered: bool = True) -> bool:
+        """Move the position if nobody seeked meanwhile; False if the records are stale.
+
+        ``delivered``: the records go to the application now (poll); an iterator passes False
+        and reports each record it yields through :meth:`mark_delivered`."""
         with self._lock:
             state = self._assignment.get(tp)
             if state is None or state.position != expected:
                 return False
             state.position = new_position
+            if delivered:
+                state.delivered = new_position
+            return True
+
+    def mark_delivered(self, tp: TopicPartition, offset: int) -> bool:
+        """The application got the record at ``offset``; False if it is no longer this
+        consumer's to give (revoked, or seeked past)."""
+        with self._lock:
+            state = self._assignment.get(tp)
+            if state is None or state.delivered is None or offset < state.delivered:
+                return False
+            state.delivered = offset + 1
             return True
 
     def request_reset(self, tp: TopicPartition, strategy: str | None = None) -> None:
         with self._lock:
             state = self._state(tp)
             state.reset_requested = strategy or self.default_reset
-            state.position = None
+            state.position = state.delivered = None
 
     def set_high_watermark(self, tp: TopicPartition, hw: int) -> None:
         with self._lock:
@@ -163,10 +182,15 @@ class SubscriptionState:
                     if s.position is not None and not s.paused]
 
     def consumed_offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
-        """Positions of the owned partitions, as offsets to commit."""
+        """What the application was given of each owned partition, as offsets to commit."""
         with self._lock:
-            return {tp: OffsetAndMetadata(s.position, "", s.leader_epoch if s.leader_epoch is not None else -1)
-                    for tp, s in self._assignment.items() if s.position is not None}
+            return {tp: OffsetAndMetadata(s.delivered, "", s.leader_epoch if s.leader_epoch is not None else -1)
+                    for tp, s in self._assignment.items() if s.delivered is not None}
+
+    def has_lost(self) -> bool:
+        """Partitions were taken away outside a rebalance and the listener has not heard yet."""
+        with self._lock:
+            return bool(self._lost)
 
     # -- pausing -------------------------------------------------------------------------
     def pause(self, tp: TopicPartition) -> None:

@@ -1,8 +1,21 @@
-"""When to heartbeat and when a member must give up: pure functions of ``now`` (ms).
+"""When to heartbeat, and until when the member may keep its partitions: pure functions of ``now``.
 
-Mirrors the Java client's ``Heartbeat``: a session timer reset by each answered heartbeat, an
+Mirrors the Java client's ``Heartbeat`` (a session timer reset by each answered heartbeat, an
 interval timer that says when to send the next one, and a poll timer that enforces
-``max_poll_interval_ms`` on the application.
+``max_poll_interval_ms`` on the application), plus an *ownership lease*: the latest instant at
+which the coordinator cannot yet have given this member's partitions to another member.
+
+- The coordinator expires a member ``session_timeout_ms`` after the last heartbeat it *received*,
+  which is later than when the member *sent* it; so any answered heartbeat (NONE, and also
+  REBALANCE_IN_PROGRESS, which proves the member is still in the group) keeps the member until
+  ``sent + session_timeout_ms``.
+- A rebalance may complete without a member that has not rejoined once its rebalance timeout
+  (``max_poll_interval_ms``) has passed since it began.  It began after the last heartbeat that was
+  answered NONE (the group was stable then), so the member is safe until that heartbeat's
+  ``sent + rebalance_timeout_ms``.
+
+Past the earlier of the two, the member must treat its partitions as lost.  A member with no
+partitions, or one that has sent its JoinGroup, has no lease to keep.
 """
 
 from __future__ import annotations
@@ -18,8 +31,9 @@ class Heartbeat:
     retry_backoff_ms: int
     last_sent: int = 0
     last_received: int = 0
-    last_session_reset: int = 0
     last_poll: int = 0
+    session_anchor: int = 0  # send time of the last answered heartbeat (or when the lease began)
+    stable_anchor: int = 0  # send time of the last heartbeat answered NONE (or when it began)
     heartbeat_failed: bool = False
     in_flight: bool = False
 
@@ -29,7 +43,7 @@ class Heartbeat:
 
     # -- events --------------------------------------------------------------------------
     def poll(self, now: int) -> None:
-        """The application called poll(): the poll timer starts again."""
+        """The application is in poll(): the poll timer starts again."""
         self.last_poll = now
 
     def sent(self, now: int) -> None:
@@ -37,26 +51,32 @@ class Heartbeat:
         self.heartbeat_failed = False
         self.in_flight = True
 
-    def received(self, now: int) -> None:
+    def received(self, now: int, sent_at: int, group_stable: bool) -> None:
+        """An answer proving membership came for the heartbeat sent at ``sent_at``;
+        ``group_stable``: NONE, not REBALANCE_IN_PROGRESS."""
         self.last_received = now
-        self.last_session_reset = now
         self.in_flight = False
+        self.session_anchor = max(self.session_anchor, sent_at)
+        if group_stable:
+            self.stable_anchor = max(self.stable_anchor, sent_at)
 
     def failed(self, now: int) -> None:
         """The heartbeat failed: try again after the retry backoff, not a whole interval."""
         self.heartbeat_failed = True
         self.in_flight = False
 
-    def reset_timeouts(self, now: int) -> None:
-        self.last_session_reset = now
-        self.last_poll = now
+    def joined(self, joined_at: int) -> None:
+        """A SyncGroup answer gave the member its assignment; the lease starts from when the
+        JoinGroup that led to it was sent (the coordinator counted the member from then on)."""
+        self.session_anchor = self.stable_anchor = joined_at
+        self.last_sent = joined_at
         self.heartbeat_failed = False
         self.in_flight = False
 
     # -- decisions -----------------------------------------------------------------------
     def time_to_next_heartbeat(self, now: int) -> int:
         if self.in_flight:
-            return self.heartbeat_interval_ms
+            return self.retry_backoff_ms  # look again for the answer soon (Java's thread waits the backoff)
         wait = self.retry_backoff_ms if self.heartbeat_failed else self.heartbeat_interval_ms
         return max(0, self.last_sent + wait - now)
 
@@ -64,7 +84,14 @@ class Heartbeat:
         return not self.in_flight and self.time_to_next_heartbeat(now) == 0
 
     def session_timeout_expired(self, now: int) -> bool:
-        return now - max(self.last_session_reset, self.last_received) > self.session_timeout_ms
+        return now >= self.session_anchor + self.session_timeout_ms
+
+    def lease_deadline(self) -> int:
+        """Until when the member may keep its partitions without a new answered heartbeat."""
+        return min(self.session_anchor + self.session_timeout_ms, self.stable_anchor + self.max_poll_interval_ms)
+
+    def lease_expired(self, now: int) -> bool:
+        return now >= self.lease_deadline()
 
     def poll_timeout_expired(self, now: int) -> bool:
         return now - self.last_poll > self.max_poll_interval_ms

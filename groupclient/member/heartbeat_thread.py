@@ -1,9 +1,11 @@
 """The background thread that keeps a member alive while the application processes records.
 
-It sends heartbeats when the pure :class:`Heartbeat` timer says so, polls the network when the
-application does not, and enforces ``max_poll_interval_ms``: a member whose application has not
-called ``poll()`` in time leaves the group (its partitions are dropped at once so nobody else's
-assignment can overlap) and rejoins on its next poll.
+It sends heartbeats when the pure :class:`Heartbeat` timer says so, looks the coordinator up
+again by itself when it was lost (the application may not poll for a while), reads answers when
+the application does not poll, gives the partitions up the moment the ownership lease ends, and
+enforces ``max_poll_interval_ms``: a member whose application has not called ``poll()`` in time
+leaves the group (its partitions are dropped at once so nobody else's assignment can overlap)
+and rejoins on its next poll.  It waits on the injected clock, so the simulator can run it.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from collections.abc import Callable
 from ..clock import ThreadHandle, Timer
 from .membership import GroupMembership
 
-log = logging.getLogger("groupclient.group")
+log = logging.getLogger("groupclient.member")
 
-IDLE_CHECK_MS = 250  # how often a non-stable member's thread looks whether it became stable
+IDLE_CHECK_MS = 250  # how often a member that has not joined looks whether it has
 
 
 class HeartbeatThread:
@@ -54,11 +56,12 @@ class HeartbeatThread:
             self._wake.clear()
 
     def _step(self) -> int:
+        """One turn: what is due now; returns how long nothing else is due (ms)."""
         m = self.membership
         now = m.clock.monotonic_ms()
-        if not m.is_stable():
-            return IDLE_CHECK_MS  # the application thread drives joins; this thread waits for STABLE
-        if m.heartbeat.poll_timeout_expired(now):
+        if not m.heartbeat_enabled():
+            return IDLE_CHECK_MS  # the application thread drives joins
+        if m.is_stable() and m.poll_timeout_expired(now):
             log.warning("group %s: poll() was not called within max_poll_interval_ms (%d ms); leaving the group",
                         m.config.group_id, m.config.rebalance_timeout_ms)
             self.on_poll_timeout()
@@ -67,15 +70,23 @@ class HeartbeatThread:
             # join can be in flight (the member was STABLE), so no assignor runs on this thread
             m.client.poll_until(leave, Timer(m.clock, min(m.config.request_timeout_ms, 5000)), wakeup=False)
             return 100
+        if m.check_lease(now):
+            return m.config.retry_backoff_ms
+        wait = m.config.retry_backoff_ms
         if m.coordinator_unknown():
-            return 100  # rediscovery happens on the application thread
-        if m.heartbeat.session_timeout_expired(now):
-            m.mark_coordinator_dead("no heartbeat answer within the session timeout")
-            return 100
-        if m.heartbeat.should_heartbeat(now):
+            # Java's heartbeat thread looks the coordinator up itself: a member whose application
+            # is busy must not lose its place because nobody asked where the coordinator went
+            m.lookup_coordinator()
+        elif m.should_heartbeat(now):
             m.send_heartbeat()
+            wait = m.config.heartbeat_interval_ms
         # poll so that answers are read even while the application is busy
         m.client.poll_until(None, Timer(m.clock, 0), wakeup=False)
-        # sleep until something is due: the next heartbeat or the poll deadline, nothing sooner
-        next_heartbeat = m.heartbeat.time_to_next_heartbeat(m.clock.monotonic_ms())
-        return min(next_heartbeat, m.heartbeat.time_to_poll_timeout(now) + 1)
+        now = m.clock.monotonic_ms()
+        if not m.coordinator_unknown():
+            wait = m.time_to_next_heartbeat(now)
+        lease = m.time_to_lease_end(now)
+        if lease is not None:
+            wait = min(wait, lease)
+        # sleep until something is due: the next heartbeat, the lease end or the poll deadline
+        return min(wait, m.time_to_poll_timeout(now) + 1)

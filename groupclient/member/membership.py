@@ -5,8 +5,10 @@ The Java client's AbstractCoordinator, in the same steps: ``ensure_coordinator_r
 then SyncGroup, chained into one future).  Every response handler carries the generation its
 request was sent in and drops stale answers; every rejoin is requested with a reason.
 
-One lock guards the member's state; it is held only for bookkeeping, never across network calls,
-hooks or user callbacks.
+One lock guards the member's state and its :class:`Heartbeat` timers; it is held only for
+bookkeeping, never across network calls, hooks or user callbacks.  Both the application thread
+(joins, commits) and the heartbeat thread (heartbeats, coordinator lookups, the ownership lease)
+run the handlers here; see docs/design.md.
 """
 
 from __future__ import annotations
@@ -24,12 +26,15 @@ from kafka.protocol.consumer.group import (
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 
 from ..clock import Clock, Timer
-from ..errors import DisconnectedError, FatalGroupError, NodeNotReadyError, RequestTimedOutError, RetriableError
-from ..network.client import NetworkClient
+from ..errors import (
+    DisconnectedError, FatalGroupError, NodeNotReadyError, ProtocolError, RequestTimedOutError, RetriableError,
+)
 from ..network.future import RequestFuture
-from ..protocol.error_table import FATAL_HINTS, Action, action_for
-from ..protocol.errors import ErrorCode
+from ..network.transport import Transport
+from ..protocol.apis import ApiKey
 from ..protocol.consumer_protocol import PROTOCOL_TYPE
+from ..protocol.error_table import Action, action_for, error_for
+from ..protocol.errors import ErrorCode, error_name
 from .heartbeat import Heartbeat
 from .member_state import MemberState, check_member_transition
 
@@ -73,20 +78,26 @@ class GroupHooks(Protocol):
 
     def perform_assignment(self, leader_id: str, protocol: str, members: list[JoinedMember]) -> dict[str, bytes]: ...
 
-    def on_join_prepare(self, generation: Generation) -> None: ...
+    def watch_group(self, protocol: str, members: list[JoinedMember]) -> None:
+        """A static leader was told to skip the assignment: it still learns the group's topics."""
+
+    def on_join_prepare(self, generation: Generation, timer: Timer) -> bool:
+        """Give up partitions before a JoinGroup; False when not done within the timer (the
+        next poll goes on where this one stopped)."""
 
     def on_join_complete(self, generation: Generation, assignment: bytes) -> None: ...
 
+    def on_ownership_lost(self, reason: str) -> None:
+        """The partitions may belong to others already: drop them at once (any thread)."""
 
-def broker_error(code: int, what: str) -> Exception:
-    error = ErrorCode(code) if code in ErrorCode._value2member_map_ else ErrorCode.UNKNOWN_SERVER_ERROR
-    if action_for(code) is Action.FATAL:
-        return FatalGroupError(error, f"{what}: {FATAL_HINTS.get(error, 'the broker refused this member')}")
-    return RetriableError(error, what)
+
+# JoinGroup/SyncGroup answers after which the member rejoins at once, with no backoff (Java's
+# joinGroupIfNeeded does the same)
+_REJOIN_AT_ONCE = frozenset({Action.RETRY_WITH_MEMBER_ID, Action.RESET_MEMBER, Action.RESET_GENERATION, Action.REJOIN})
 
 
 class GroupMembership:
-    def __init__(self, client: NetworkClient, clock: Clock, config: GroupConfig, hooks: GroupHooks) -> None:
+    def __init__(self, client: Transport, clock: Clock, config: GroupConfig, hooks: GroupHooks) -> None:
         self.client = client
         self.clock = clock
         self.config = config
@@ -102,6 +113,7 @@ class GroupMembership:
         self.prepared_for_join = False
         self._join_future: RequestFuture[bytes] | None = None
         self._find_future: RequestFuture[int] | None = None
+        self._join_sent_at = 0
 
     # -- state ---------------------------------------------------------------------------
     def _transition(self, target: MemberState, why: str) -> None:
@@ -138,10 +150,14 @@ class GroupMembership:
             self.rejoin_reason = reason
 
     def reset_generation_if(self, sent: Generation, reason: str, keep_member_id: bool) -> None:
-        """Forget the generation if it is still the one a request was sent in (stale answers change nothing)."""
+        """Forget the generation if it is still the one a request was sent in (stale answers change
+        nothing); the group has moved on without this member, so its partitions are lost now."""
         with self._lock:
-            if self.generation == sent:
+            reset = self.generation == sent
+            if reset:
                 self._reset_generation(reason, keep_member_id)
+        if reset:
+            self.hooks.on_ownership_lost(reason)
 
     def is_stable(self) -> bool:
         with self._lock:
@@ -187,23 +203,28 @@ class GroupMembership:
     def ensure_coordinator_ready(self, timer: Timer) -> bool:
         """Find the coordinator and connect to it, within the timer; False if it ran out."""
         while self.coordinator_unknown():
-            future = self._lookup_coordinator()
+            future = self.lookup_coordinator()
             self.client.poll_until(future, timer)
             if not future.is_done():
                 return False
             if future.failed():
-                if not future.retriable():
-                    assert future.exception is not None
-                    raise future.exception
+                exc = future.exception
+                assert exc is not None
+                if not isinstance(exc, RetriableError):
+                    if isinstance(exc, FatalGroupError):
+                        self.set_fatal(exc)
+                    raise exc
                 self.client.metadata.request_update()
                 self.client.sleep(self.config.retry_backoff_ms, timer)
             if timer.expired():
                 return not self.coordinator_unknown()
         return True
 
-    def _lookup_coordinator(self) -> RequestFuture[int]:
-        if self._find_future is not None and not self._find_future.is_done():
-            return self._find_future
+    def lookup_coordinator(self) -> RequestFuture[int]:
+        """Send FindCoordinator, or return the one in flight (either thread may call this)."""
+        find = self._find_future
+        if find is not None and not find.is_done():
+            return find
         node = self.client.least_loaded_node()
         if node is None:
             return RequestFuture.failed_with(NodeNotReadyError("no broker is available"))
@@ -227,14 +248,13 @@ class GroupMembership:
         else:
             error, node_id, host, port = response.error_code, response.node_id, response.host, response.port
         if error:
-            return future.failure(broker_error(error, "FindCoordinator"))
+            return future.failure(error_for(error, ApiKey.FIND_COORDINATOR))
         connection_id = COORDINATOR_ID_BASE - node_id
         self.client.add_node(connection_id, host, port)
         with self._lock:
             self.coordinator_id = connection_id
         log.info("group %s: coordinator is node %d at %s:%d", self.config.group_id, node_id, host, port)
         self.client.ready(connection_id)
-        self.heartbeat.reset_timeouts(self.clock.monotonic_ms())
         future.success(connection_id)
 
     def send_to_coordinator(self, request_cls: Any, response_cls: Any, build: Callable[[int], Any],
@@ -262,7 +282,8 @@ class GroupMembership:
                 return False
             if not self.prepared_for_join:
                 # give up partitions (commit, revoke) once per join, before the JoinGroup goes out
-                self.hooks.on_join_prepare(self.current_generation())
+                if not self.hooks.on_join_prepare(self.current_generation(), timer):
+                    return False
                 self.prepared_for_join = True
             future = self._initiate_join_group()
             self.client.poll_until(future, timer)
@@ -272,12 +293,24 @@ class GroupMembership:
             if future.succeeded():
                 generation = self.current_generation()
                 self.prepared_for_join = False
-                self.hooks.on_join_complete(generation, future.value)
+                try:
+                    self.hooks.on_join_complete(generation, future.value)
+                except ProtocolError as unusable:
+                    # an assignment this member cannot read: never sit in the group without one
+                    with self._lock:
+                        self._transition(MemberState.UNJOINED, str(unusable))
+                        self.rejoin_reason = self.rejoin_reason or f"the assignment was unusable: {unusable}"
+                    raise
                 continue
             exc = future.exception
             assert exc is not None
-            if not future.retriable() and not isinstance(exc, RetriableError):
+            if isinstance(exc, FatalGroupError):
+                self.set_fatal(exc)
                 raise exc
+            if not isinstance(exc, RetriableError):
+                raise exc  # raised once; the rejoin is still pending, so the next poll() retries
+            if action_for(exc.code, ApiKey.JOIN_GROUP) in _REJOIN_AT_ONCE:
+                continue
             self.client.sleep(self.config.retry_backoff_ms, timer)
             if timer.expired():
                 return False
@@ -306,6 +339,8 @@ class GroupMembership:
         # the coordinator holds a JoinGroup for up to the rebalance timeout
         timeout = max(cfg.request_timeout_ms, cfg.rebalance_timeout_ms + 5000)
         log.info("group %s: joining (%s)", cfg.group_id, reason)
+        with self._lock:
+            self._join_sent_at = self.clock.monotonic_ms()
         future = self.send_to_coordinator(JoinGroupRequest, JoinGroupResponse, build, timeout)
         joined: RequestFuture[bytes] = future.compose(lambda r, f: self._handle_join(r, f, sent))
         joined.add_errback(lambda exc: self._on_join_failed(exc))
@@ -320,7 +355,7 @@ class GroupMembership:
 
     def _handle_join(self, response: Any, future: RequestFuture[bytes], sent: Generation) -> None:
         error = response.error_code
-        action = action_for(error)
+        action = action_for(error, ApiKey.JOIN_GROUP)
         with self._lock:
             stale = self.generation != sent or self.state is not MemberState.PREPARING_REBALANCE
             if action is Action.NONE and not stale:
@@ -328,19 +363,22 @@ class GroupMembership:
                 self._transition(MemberState.COMPLETING_REBALANCE, f"joined generation {response.generation_id}")
             elif action is Action.RETRY_WITH_MEMBER_ID:
                 self.generation = Generation(-1, response.member_id)
-            elif action is Action.RESET_MEMBER:
+            elif action is Action.RESET_MEMBER or (action is Action.FATAL and error == ErrorCode.GROUP_MAX_SIZE_REACHED):
                 self.generation = NO_GENERATION
             elif action is Action.RESET_GENERATION:
                 self.generation = Generation(-1, self.generation.member_id)
         if stale and action is Action.NONE:
             return future.failure(RetriableError(ErrorCode.REBALANCE_IN_PROGRESS, "stale JoinGroup answer"))
         if action is Action.REDISCOVER:
-            self.mark_coordinator_dead(f"JoinGroup answered {ErrorCode(error).name}")
+            self.mark_coordinator_dead(f"JoinGroup answered {error_name(error)}")
         if action is not Action.NONE:
-            return future.failure(broker_error(error, "JoinGroup"))
+            return future.failure(error_for(error, ApiKey.JOIN_GROUP))
         generation = self.current_generation()
-        if response.leader == response.member_id and not response.skip_assignment:
-            members = [JoinedMember(m.member_id, m.group_instance_id, bytes(m.metadata)) for m in response.members]
+        members = [JoinedMember(m.member_id, m.group_instance_id, bytes(m.metadata)) for m in response.members]
+        assignments: dict[str, bytes] = {}
+        if response.leader == response.member_id and response.skip_assignment:
+            self.hooks.watch_group(response.protocol_name, members)
+        elif response.leader == response.member_id:
             try:
                 assignments = self.hooks.perform_assignment(response.leader, response.protocol_name, members)
             except Exception as exc:
@@ -351,8 +389,6 @@ class GroupMembership:
                 return future.failure(exc)
             log.info("group %s: leader of generation %d assigned %d members", self.config.group_id,
                      generation.generation_id, len(assignments))
-        else:
-            assignments = {}
         self._send_sync(generation, assignments).chain(future)
 
     def _send_sync(self, sent: Generation, assignments: dict[str, bytes]) -> RequestFuture[bytes]:
@@ -370,59 +406,129 @@ class GroupMembership:
 
     def _handle_sync(self, response: Any, future: RequestFuture[bytes], sent: Generation) -> None:
         error = response.error_code
-        action = action_for(error)
+        action = action_for(error, ApiKey.SYNC_GROUP)
         with self._lock:
             current = self.generation == sent and self.state is MemberState.COMPLETING_REBALANCE
             if action is Action.NONE and current:
                 self._transition(MemberState.STABLE, f"received the assignment of generation {sent.generation_id}")
-                self.heartbeat.reset_timeouts(self.clock.monotonic_ms())
-            elif action in (Action.RESET_MEMBER,) and self.generation == sent:
+                self.heartbeat.joined(self._join_sent_at)
+            elif action is Action.RESET_MEMBER and self.generation == sent:
                 self.generation = NO_GENERATION
             elif action is Action.RESET_GENERATION and self.generation == sent:
                 self.generation = Generation(-1, self.generation.member_id)
         if action is Action.NONE and not current:
             return future.failure(RetriableError(ErrorCode.REBALANCE_IN_PROGRESS, "stale SyncGroup answer"))
         if action is Action.REDISCOVER:
-            self.mark_coordinator_dead(f"SyncGroup answered {ErrorCode(error).name}")
+            self.mark_coordinator_dead(f"SyncGroup answered {error_name(error)}")
         if action is not Action.NONE:
-            return future.failure(broker_error(error, "SyncGroup"))
+            return future.failure(error_for(error, ApiKey.SYNC_GROUP))
         future.success(bytes(response.assignment))
 
-    # -- heartbeats ----------------------------------------------------------------------
+    # -- heartbeats and the ownership lease ------------------------------------------------
+    def heartbeat_enabled(self) -> bool:
+        """Heartbeats run once the member has joined (COMPLETING_REBALANCE and STABLE), as in Java."""
+        with self._lock:
+            return self.state in (MemberState.COMPLETING_REBALANCE, MemberState.STABLE)
+
+    def poll_heartbeat(self, now: int) -> None:
+        """The application is polling (called on every turn of its poll loop)."""
+        with self._lock:
+            self.heartbeat.poll(now)
+
+    def time_to_next_heartbeat(self, now: int) -> int:
+        with self._lock:
+            return self.heartbeat.time_to_next_heartbeat(now)
+
+    def should_heartbeat(self, now: int) -> bool:
+        with self._lock:
+            return self.heartbeat.should_heartbeat(now)
+
+    def poll_timeout_expired(self, now: int) -> bool:
+        with self._lock:
+            return self.heartbeat.poll_timeout_expired(now)
+
+    def time_to_poll_timeout(self, now: int) -> int:
+        with self._lock:
+            return self.heartbeat.time_to_poll_timeout(now)
+
+    def time_to_lease_end(self, now: int) -> int | None:
+        """Until the ownership lease ends (None when the member holds no lease)."""
+        with self._lock:
+            if self.state is not MemberState.STABLE:
+                return None
+            return max(0, self.heartbeat.lease_deadline() - now)
+
+    def check_lease(self, now: int) -> bool:
+        """If the ownership lease ran out, give the partitions up now and rejoin; True if it did.
+
+        The lease ends before the coordinator can have expired the member or completed a
+        rebalance without it (see Heartbeat), so at no instant do two members own a partition."""
+        with self._lock:
+            if self.state is not MemberState.STABLE or not self.heartbeat.lease_expired(now):
+                return False
+            reason = (f"no heartbeat answered within the session timeout ({self.config.session_timeout_ms} ms) "
+                      "or rejoined within the rebalance timeout; the partitions may belong to others now")
+            # keep member id and generation: if the coordinator still has this member, the rejoin
+            # gets the same assignment back without a rebalance
+            self._transition(MemberState.UNJOINED, reason)
+            self.rejoin_reason = self.rejoin_reason or reason
+        log.warning("group %s: %s", self.config.group_id, reason)
+        self.hooks.on_ownership_lost(reason)
+        self.mark_coordinator_dead("the ownership lease ran out")
+        return True
+
     def send_heartbeat(self) -> RequestFuture[None]:
         sent = self.current_generation()
         cfg = self.config
-        self.heartbeat.sent(self.clock.monotonic_ms())
+        sent_at = self.clock.monotonic_ms()
+        with self._lock:
+            self.heartbeat.sent(sent_at)
 
         def build(version: int) -> Any:
             return HeartbeatRequest(version=version, group_id=cfg.group_id, generation_id=sent.generation_id,
                                     member_id=sent.member_id, group_instance_id=cfg.group_instance_id)
 
         future = self.send_to_coordinator(HeartbeatRequest, HeartbeatResponse, build)
-        future.add_errback(lambda exc: self.heartbeat.failed(self.clock.monotonic_ms()))
-        return future.compose(lambda r, f: self._handle_heartbeat(r, f, sent))
+        future.add_errback(lambda exc: self._heartbeat_failed())
+        return future.compose(lambda r, f: self._handle_heartbeat(r, f, sent, sent_at))
 
-    def _handle_heartbeat(self, response: Any, future: RequestFuture[None], sent: Generation) -> None:
+    def _heartbeat_failed(self) -> None:
+        with self._lock:
+            self.heartbeat.failed(self.clock.monotonic_ms())
+
+    def _handle_heartbeat(self, response: Any, future: RequestFuture[None], sent: Generation, sent_at: int) -> None:
         now = self.clock.monotonic_ms()
         error = response.error_code
-        action = action_for(error)
-        if action is Action.NONE:
-            self.heartbeat.received(now)
-            return future.success(None)
-        self.heartbeat.failed(now)
+        action = action_for(error, ApiKey.HEARTBEAT)
+        lost = False
         with self._lock:
-            current = self.generation == sent
-            if current and action is Action.REJOIN and self.rejoin_reason is None:
-                self.rejoin_reason = "the group is rebalancing"
-            elif current and action is Action.RESET_GENERATION:
-                self._reset_generation("the heartbeat's generation is stale", keep_member_id=True)
-            elif current and action is Action.RESET_MEMBER:
-                self._reset_generation("the coordinator does not know this member")
-            elif action is Action.FATAL:
-                self.fatal_error = broker_error(error, "Heartbeat")
+            current = self.generation == sent and self.state is not MemberState.PREPARING_REBALANCE
+            if action is Action.NONE:
+                self.heartbeat.received(now, sent_at, group_stable=True)
+            elif action is Action.REJOIN:
+                # still a member: the session goes on, and the member rejoins (Java ignores this
+                # answer outside STABLE: the join under way is the rejoin)
+                self.heartbeat.received(now, sent_at, group_stable=False)
+                if current and self.state is MemberState.STABLE and self.rejoin_reason is None:
+                    self.rejoin_reason = "the group is rebalancing"
+            else:
+                self.heartbeat.failed(now)
+                if current and action in (Action.RESET_GENERATION, Action.RESET_MEMBER):
+                    self._reset_generation(f"Heartbeat answered {error_name(error)}",
+                                           keep_member_id=action is Action.RESET_GENERATION)
+                    lost = True
+                elif action is Action.FATAL and self.fatal_error is None:
+                    self.fatal_error = error_for(error, ApiKey.HEARTBEAT)
+        if lost:
+            self.hooks.on_ownership_lost(f"the coordinator answered a heartbeat with {error_name(error)}")
         if action is Action.REDISCOVER:
-            self.mark_coordinator_dead(f"Heartbeat answered {ErrorCode(error).name}")
-        future.failure(broker_error(error, "Heartbeat"))
+            self.mark_coordinator_dead(f"Heartbeat answered {error_name(error)}")
+        if action is Action.NONE:
+            return future.success(None)
+        if action in (Action.RETRY, Action.RAISE):
+            log.warning("group %s: heartbeat failed with %s; retrying after %d ms", self.config.group_id,
+                        error_name(error), self.config.retry_backoff_ms)
+        future.failure(error_for(error, ApiKey.HEARTBEAT))
 
     # -- leaving -------------------------------------------------------------------------
     def maybe_leave_group(self, reason: str) -> RequestFuture[None] | None:

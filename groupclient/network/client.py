@@ -83,6 +83,10 @@ class NetworkClient:
         # the next poll() outside the lock
         self._deferred: list[Completion] = []
 
+    @property
+    def request_timeout_ms(self) -> int:
+        return self.config.request_timeout_ms
+
     # -- nodes ---------------------------------------------------------------------------
     def _known_nodes(self) -> dict[int, tuple[str, int]]:
         return self.metadata.brokers or self._bootstrap

@@ -1,56 +1,114 @@
-"""What the member does about each error code: decided here, once.
+"""What the client does about an error code on a given API: decided here, once.
 
-Every response handler looks its error up in :data:`GROUP_ACTIONS` instead of writing its own
-``if/except`` ladder, so retriable vs fatal is a property of the error, not of the call site.
+Every response handler calls :func:`action_for` with the code and the API it came on, and
+:func:`error_for` to build what it raises, so retriable / rediscover / rejoin / fatal is a
+property of (API, error), never of a call site.  The tables follow the Java client's response
+handlers (AbstractCoordinator, ConsumerCoordinator, Fetcher).  A code that an API does not
+expect, including one newer than this client, gets that API's default: the heartbeat only fails
+the heartbeat (retried after the backoff), everything else raises it once as
+:class:`UnexpectedBrokerError` and goes on.
 """
 
 from __future__ import annotations
 
 import enum
 
-from .errors import ErrorCode
+from ..errors import BrokerError, FatalGroupError, RequestFailedError, RetriableError, UnexpectedBrokerError
+from .apis import ApiKey
+from .errors import ErrorCode, known
 
 E = ErrorCode
+A = ApiKey
 
 
 class Action(enum.Enum):
     NONE = "none"
     RETRY = "retry"  # back off and send the same request again
-    REDISCOVER = "rediscover"  # mark the coordinator dead and look it up again
+    REDISCOVER = "rediscover"  # mark the coordinator dead, look it up again, then retry
     REJOIN = "rejoin"  # a rebalance is on: join again, keep member id and generation
     RESET_MEMBER = "reset-member"  # forget member id and generation, then join again
     RESET_GENERATION = "reset-generation"  # forget the generation (keep the member id), rejoin
     RETRY_WITH_MEMBER_ID = "retry-with-member-id"  # KIP-394: join again with the given id
     REFRESH_METADATA = "refresh-metadata"  # leadership moved: refresh metadata, then retry
     RESET_OFFSET = "reset-offset"  # the position is out of range: apply auto_offset_reset
-    FATAL = "fatal"  # raise from poll(); this member cannot go on
+    RAISE = "raise"  # raise to the caller once; the consumer itself goes on
+    FATAL = "fatal"  # raise from every poll(); this member cannot go on
 
 
-GROUP_ACTIONS: dict[ErrorCode, Action] = {
+# What every request to the group coordinator shares.
+_COORDINATOR: dict[ErrorCode, Action] = {
     E.NONE: Action.NONE,
     E.COORDINATOR_LOAD_IN_PROGRESS: Action.RETRY,
-    E.REQUEST_TIMED_OUT: Action.RETRY,
-    E.NETWORK_EXCEPTION: Action.RETRY,
     E.COORDINATOR_NOT_AVAILABLE: Action.REDISCOVER,
     E.NOT_COORDINATOR: Action.REDISCOVER,
+    E.REQUEST_TIMED_OUT: Action.REDISCOVER,
+    E.NETWORK_EXCEPTION: Action.REDISCOVER,
+    E.GROUP_AUTHORIZATION_FAILED: Action.FATAL,
+    E.INVALID_GROUP_ID: Action.FATAL,
+    E.FENCED_INSTANCE_ID: Action.FATAL,
+    E.UNSUPPORTED_VERSION: Action.FATAL,
+}
+
+_MEMBERSHIP: dict[ErrorCode, Action] = {
+    **_COORDINATOR,
     E.REBALANCE_IN_PROGRESS: Action.REJOIN,
     E.UNKNOWN_MEMBER_ID: Action.RESET_MEMBER,
     E.ILLEGAL_GENERATION: Action.RESET_GENERATION,
-    E.MEMBER_ID_REQUIRED: Action.RETRY_WITH_MEMBER_ID,
+}
+
+_PARTITION_DATA: dict[ErrorCode, Action] = {
+    E.NONE: Action.NONE,
     E.NOT_LEADER_OR_FOLLOWER: Action.REFRESH_METADATA,
     E.LEADER_NOT_AVAILABLE: Action.REFRESH_METADATA,
     E.UNKNOWN_TOPIC_OR_PARTITION: Action.REFRESH_METADATA,
+    E.UNKNOWN_TOPIC_ID: Action.REFRESH_METADATA,
+    E.FENCED_LEADER_EPOCH: Action.REFRESH_METADATA,
+    E.UNKNOWN_LEADER_EPOCH: Action.REFRESH_METADATA,
+    E.KAFKA_STORAGE_ERROR: Action.REFRESH_METADATA,
+    E.OFFSET_NOT_AVAILABLE: Action.RETRY,
+    E.REQUEST_TIMED_OUT: Action.RETRY,
+    E.NETWORK_EXCEPTION: Action.RETRY,
     E.OFFSET_OUT_OF_RANGE: Action.RESET_OFFSET,
-    E.INCONSISTENT_GROUP_PROTOCOL: Action.FATAL,
-    E.INVALID_SESSION_TIMEOUT: Action.FATAL,
-    E.GROUP_AUTHORIZATION_FAILED: Action.FATAL,
-    E.FENCED_INSTANCE_ID: Action.FATAL,
-    E.INVALID_GROUP_ID: Action.FATAL,
-    E.GROUP_MAX_SIZE_REACHED: Action.FATAL,
-    E.UNSUPPORTED_VERSION: Action.FATAL,
-    E.OFFSET_METADATA_TOO_LARGE: Action.FATAL,
-    E.INVALID_COMMIT_OFFSET_SIZE: Action.FATAL,
+    E.TOPIC_AUTHORIZATION_FAILED: Action.RAISE,
+    E.CORRUPT_MESSAGE: Action.RAISE,
 }
+
+TABLES: dict[ApiKey, dict[ErrorCode, Action]] = {
+    A.FIND_COORDINATOR: {E.NONE: Action.NONE, E.GROUP_AUTHORIZATION_FAILED: Action.FATAL,
+                         E.INVALID_REQUEST: Action.FATAL},
+    A.JOIN_GROUP: {
+        **_MEMBERSHIP,
+        E.MEMBER_ID_REQUIRED: Action.RETRY_WITH_MEMBER_ID,
+        E.INCONSISTENT_GROUP_PROTOCOL: Action.FATAL,
+        E.INVALID_SESSION_TIMEOUT: Action.FATAL,
+        E.GROUP_MAX_SIZE_REACHED: Action.FATAL,
+    },
+    A.SYNC_GROUP: {**_MEMBERSHIP, E.INCONSISTENT_GROUP_PROTOCOL: Action.FATAL},
+    A.HEARTBEAT: dict(_MEMBERSHIP),
+    A.LEAVE_GROUP: dict(_MEMBERSHIP),
+    A.OFFSET_COMMIT: {
+        **_MEMBERSHIP,
+        E.UNKNOWN_TOPIC_OR_PARTITION: Action.RETRY,
+        E.OFFSET_METADATA_TOO_LARGE: Action.RAISE,
+        E.INVALID_COMMIT_OFFSET_SIZE: Action.RAISE,
+        E.TOPIC_AUTHORIZATION_FAILED: Action.RAISE,
+    },
+    A.OFFSET_FETCH: {
+        **_COORDINATOR,
+        E.UNSTABLE_OFFSET_COMMIT: Action.RETRY,  # a transaction's commit is pending: ask again
+        E.UNKNOWN_TOPIC_OR_PARTITION: Action.RAISE,
+        E.TOPIC_AUTHORIZATION_FAILED: Action.RAISE,
+    },
+    A.FETCH: _PARTITION_DATA,
+    A.LIST_OFFSETS: _PARTITION_DATA,
+    A.METADATA: {E.NONE: Action.NONE, E.LEADER_NOT_AVAILABLE: Action.REFRESH_METADATA,
+                 E.UNKNOWN_TOPIC_OR_PARTITION: Action.REFRESH_METADATA,
+                 E.TOPIC_AUTHORIZATION_FAILED: Action.RAISE, E.INVALID_TOPIC_EXCEPTION: Action.RAISE},
+}
+
+# What an API does with a code it does not expect (Java: "unexpected error in ... response").
+DEFAULTS: dict[ApiKey, Action] = {A.HEARTBEAT: Action.RETRY, A.FIND_COORDINATOR: Action.RETRY,
+                                  A.LEAVE_GROUP: Action.RAISE}
 
 # Explanations raised with fatal errors, so the user knows what to change.
 FATAL_HINTS: dict[ErrorCode, str] = {
@@ -64,9 +122,32 @@ FATAL_HINTS: dict[ErrorCode, str] = {
     E.UNSUPPORTED_VERSION: "the broker does not support a request version this client needs",
 }
 
+RETRIABLE_ACTIONS = frozenset({Action.RETRY, Action.REDISCOVER, Action.REJOIN, Action.RESET_MEMBER,
+                               Action.RESET_GENERATION, Action.RETRY_WITH_MEMBER_ID,
+                               Action.REFRESH_METADATA})
 
-def action_for(code: int) -> Action:
-    try:
-        return GROUP_ACTIONS.get(ErrorCode(code), Action.FATAL)
-    except ValueError:
-        return Action.FATAL  # an error code this client does not know
+
+def action_for(code: int, api: ApiKey) -> Action:
+    """What to do about ``code`` answered on ``api`` (any integer; unknown codes included)."""
+    error = known(code)
+    table = TABLES.get(api, {})
+    if error is not None and error in table:
+        return table[error]
+    if code == 0:
+        return Action.NONE
+    return DEFAULTS.get(api, Action.RAISE)
+
+
+def error_for(code: int, api: ApiKey, what: str = "") -> BrokerError:
+    """The exception for ``code`` on ``api``: fatal, retriable or unexpected, per the table."""
+    action = action_for(code, api)
+    where = what or api.name
+    if action is Action.FATAL:
+        error = known(code)
+        hint = FATAL_HINTS.get(error, "the broker refused this member") if error is not None else ""
+        return FatalGroupError(code, f"{where}: {hint}")
+    if action in RETRIABLE_ACTIONS:
+        return RetriableError(code, where)
+    if known(code) in TABLES.get(api, {}):
+        return RequestFailedError(code, where)
+    return UnexpectedBrokerError(code, f"{where}: an answer this request does not expect")

@@ -21,6 +21,31 @@ if TYPE_CHECKING:
 log = logging.getLogger("groupclient.testing")
 
 
+class RecordingConsumer(GroupConsumer):
+    """A GroupConsumer that a test drives itself, telling the simulation what it delivered."""
+
+    sim_member: SimMember
+
+    def poll(self, timeout_ms: int = 0, max_records: int | None = None, update_offsets: bool = True) -> Any:
+        batch = super().poll(timeout_ms, max_records, update_offsets)
+        if update_offsets:
+            for tp, records in batch.items():
+                self.sim_member.delivered.setdefault(tp, []).extend(r.offset for r in records)
+        return batch
+
+    def __next__(self) -> Any:
+        record = super().__next__()
+        self.sim_member.delivered.setdefault(TopicPartition(record.topic, record.partition), []).append(record.offset)
+        return record
+
+    def close(self, autocommit: bool = True, timeout_ms: int | None = None) -> None:
+        try:
+            super().close(autocommit, timeout_ms)
+        finally:
+            if self.sim_member.state == "running":
+                self.sim_member.state = "closed"
+
+
 @dataclass(frozen=True)
 class ListenerEvent:
     at_ms: int

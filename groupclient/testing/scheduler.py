@@ -164,9 +164,9 @@ class Scheduler:
         """Give up the baton until ``wake_if()`` holds or the clock reaches ``deadline``."""
         actor = self.current_actor()
         if actor is None:
-            def ready() -> bool:
-                return (wake_if is not None and wake_if()) or (deadline is not None and self.now >= deadline)
-            self.run_until(ready)
+            # the driver: run the simulation until its own condition holds or its deadline comes
+            self.run_until(lambda: wake_if is not None and wake_if(),
+                           None if deadline is None else max(deadline - self.now, 0))
             return
         if actor.crashed:
             raise Crashed()

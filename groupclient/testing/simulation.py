@@ -20,7 +20,7 @@ from ..coordinator.core import ClusterCore
 from ..coordinator.faults import FaultRule
 from ..coordinator.group.metadata import Group
 from .invariants import Invariants
-from .members import Behaviour, SimMember
+from .members import Behaviour, RecordingConsumer, SimMember
 from .network import SimIO, SimNetwork
 from .scheduler import Scheduler
 from .server import SimServerRuntime
@@ -126,6 +126,22 @@ class GroupSimulation:
         member.thread = self.scheduler.spawn(f"{name}-app", lambda: member.run(listener), owner=name)
         self.note(f"member {name} starts")
         return member
+
+    def consumer(self, name: str, topics: list[str] | None = None, **configs: Any) -> GroupConsumer:
+        """A member whose consumer the test drives itself, from its own thread: each blocking call
+        (poll, commit, close...) runs the simulation until it returns.  What it delivers and owns
+        is checked by the invariants like any member's."""
+        if name in self.members and self.members[name].alive:
+            raise ValueError(f"member {name!r} is already running")
+        settings = {**MEMBER_DEFAULTS, "group_id": self.group_id, "client_id": name,
+                    "bootstrap_servers": self.bootstrap_servers, **configs}
+        io = SimIO(self.network, name)
+        consumer = RecordingConsumer(clock=self.scheduler, io=io, **settings)
+        member = SimMember(self, name, topics or [], consumer, io, Behaviour(commit="none"))
+        consumer.sim_member = member
+        self.members[name] = member
+        self.note(f"member {name} starts (driven by the test)")
+        return consumer
 
     def crash(self, name: str) -> None:
         """Kill the member's process: no LeaveGroup, no commit, its connections reset."""

@@ -42,7 +42,15 @@ class ScriptedClient:
     def requests(self, api_key: int) -> list[Any]:
         return [s.request for s in self.sent if s.request.API_KEY == api_key]
 
-    # -- the NetworkClient surface used by the group code ----------------------------------
+    # -- the Transport protocol ------------------------------------------------------------
+    request_timeout_ms = 30000
+
+    def wakeup(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
     def least_loaded_node(self) -> int | None:
         return 0
 
@@ -101,5 +109,5 @@ class ScriptedClient:
     def set_topics(self, topics: set[str] | None) -> None:
         self.topics = topics
 
-    def maybe_update_metadata(self) -> None:
+    def maybe_update_metadata(self) -> RequestFuture[Any] | None:
         return None

@@ -79,3 +79,14 @@ def test_consumer_protocol_round_trip() -> None:
     asg = Assignment([TP("a", 2), TP("a", 0), TP("b", 1)], None)
     assert sorted(decode_assignment(encode_assignment(asg)).partitions) == sorted(asg.partitions)
     assert decode_assignment(b"").partitions == []
+
+
+def test_static_members_come_before_dynamic_ones_as_in_kafka() -> None:
+    """Kafka's MemberInfo order: static members first (by instance id), then dynamic by member id."""
+    subs = {
+        "a-dynamic": Subscription(["t"]),
+        "z-static": Subscription(["t"], group_instance_id="zz"),
+    }
+    for assignor in (RangeAssignor(), RoundRobinAssignor()):
+        result = assignor.assign({"t": 1}, subs)
+        assert result["z-static"].partitions == [TP("t", 0)], assignor.name

@@ -103,16 +103,17 @@ def test_bootstrap_parsing() -> None:
 def test_heartbeat_timing() -> None:
     hb = Heartbeat(session_timeout_ms=10000, heartbeat_interval_ms=3000, max_poll_interval_ms=20000,
                    retry_backoff_ms=100)
-    hb.reset_timeouts(0)
+    hb.joined(0)
     hb.sent(0)
     assert not hb.should_heartbeat(100)  # one in flight
-    hb.received(50)
+    hb.received(50, sent_at=0, group_stable=True)
     assert hb.time_to_next_heartbeat(1000) == 2000 and not hb.should_heartbeat(2999)
     assert hb.should_heartbeat(3000)
     hb.sent(3000)
     hb.failed(3010)
     assert hb.time_to_next_heartbeat(3050) == 50 and hb.should_heartbeat(3100)  # retry after backoff
-    assert not hb.session_timeout_expired(10050) and hb.session_timeout_expired(10051)
+    # the session runs from when the last answered heartbeat was *sent*: the coordinator got it later
+    assert not hb.session_timeout_expired(9999) and hb.session_timeout_expired(10000)
     hb.poll(5000)
     assert hb.time_to_poll_timeout(6000) == 19000
     assert not hb.poll_timeout_expired(25000) and hb.poll_timeout_expired(25001)

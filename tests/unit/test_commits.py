@@ -12,7 +12,9 @@ from groupclient.assignors import RangeAssignor
 from groupclient.clock import FakeClock, Timer
 from groupclient.consumer.listener import ListenerCalls
 from groupclient.consumer.subscription import SubscriptionState
-from groupclient.errors import CommitFailedError, FatalGroupError, KafkaTimeoutError
+from groupclient.errors import (
+    CommitFailedError, FatalGroupError, KafkaTimeoutError, RebalanceInProgressError, RequestFailedError,
+)
 from groupclient.consumer.consumer_coordinator import ConsumerCoordinator
 from groupclient.member.member_state import MemberState
 from groupclient.member.membership import Generation, GroupConfig, GroupMembership
@@ -46,7 +48,7 @@ def stable() -> tuple[ConsumerCoordinator, ScriptedClient, FakeClock]:
     subscription = SubscriptionState("earliest")
     subscription.subscribe({"t"}, None)
     coordinator = ConsumerCoordinator(subscription, [RangeAssignor()], ListenerCalls(), False, 5000)
-    membership = GroupMembership(net, clock, GroupConfig("g", None, 10000, 60000, 3000, 100, 30000),  # type: ignore[arg-type]
+    membership = GroupMembership(net, clock, GroupConfig("g", None, 10000, 60000, 3000, 100, 30000),
                                  coordinator)
     coordinator.membership = membership
     assert membership.ensure_coordinator_ready(Timer(clock, 1000))
@@ -82,17 +84,33 @@ def test_group_errors_fail_the_commit_and_ask_for_a_rejoin(stable: Any, error: E
                                                           state: MemberState, member_id: str) -> None:
     coordinator, net, clock = stable
     net.on(ApiKey.OFFSET_COMMIT, commit_answer(error))
-    with pytest.raises(CommitFailedError, match="rebalanced"):
+    with pytest.raises(CommitFailedError, match="rebalanc"):
         coordinator.commit_sync(OFFSETS, Timer(clock, 5000))
     membership = coordinator.membership
     assert membership.state is state and membership.generation.member_id == member_id
     assert membership.rejoin_needed()
 
 
-def test_fatal_commit_error_is_raised(stable: Any) -> None:
+def test_a_refused_commit_is_raised_and_the_member_goes_on(stable: Any) -> None:
     coordinator, net, clock = stable
     net.on(ApiKey.OFFSET_COMMIT, commit_answer(E.OFFSET_METADATA_TOO_LARGE))
+    with pytest.raises(RequestFailedError, match="OFFSET_METADATA_TOO_LARGE"):
+        coordinator.commit_sync(OFFSETS, Timer(clock, 5000))
+    assert coordinator.membership.fatal_error is None
+
+
+def test_a_fatal_commit_error_is_kept_for_poll(stable: Any) -> None:
+    coordinator, net, clock = stable
+    net.on(ApiKey.OFFSET_COMMIT, commit_answer(E.GROUP_AUTHORIZATION_FAILED))
     with pytest.raises(FatalGroupError):
+        coordinator.commit_sync(OFFSETS, Timer(clock, 5000))
+    assert isinstance(coordinator.membership.fatal_error, FatalGroupError)
+
+
+def test_rebalance_in_progress_on_commit_is_its_own_error(stable: Any) -> None:
+    coordinator, net, clock = stable
+    net.on(ApiKey.OFFSET_COMMIT, commit_answer(E.REBALANCE_IN_PROGRESS))
+    with pytest.raises(RebalanceInProgressError):
         coordinator.commit_sync(OFFSETS, Timer(clock, 5000))
 
 

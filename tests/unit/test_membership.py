@@ -26,6 +26,8 @@ class Hooks:
         self.completed: list[tuple[Generation, bytes]] = []
         self.assign_calls: list[tuple[str, str, list[JoinedMember]]] = []
         self.fail_assignment: Exception | None = None
+        self.watched: list[list[JoinedMember]] = []
+        self.lost: list[str] = []
 
     def protocols(self) -> list[tuple[str, bytes]]:
         return [("range", b"sub")]
@@ -36,8 +38,15 @@ class Hooks:
             raise self.fail_assignment
         return {m.member_id: f"asg-{m.member_id}".encode() for m in members}
 
-    def on_join_prepare(self, generation: Generation) -> None:
+    def watch_group(self, protocol: str, members: list[JoinedMember]) -> None:
+        self.watched.append(members)
+
+    def on_join_prepare(self, generation: Generation, timer: Timer) -> bool:
         self.prepared.append(generation)
+        return True
+
+    def on_ownership_lost(self, reason: str) -> None:
+        self.lost.append(reason)
 
     def on_join_complete(self, generation: Generation, assignment: bytes) -> None:
         self.completed.append((generation, assignment))
@@ -74,7 +83,7 @@ def setup() -> tuple[GroupMembership, ScriptedClient, Hooks, FakeClock]:
     hooks = Hooks()
     config = GroupConfig("g", None, session_timeout_ms=10000, rebalance_timeout_ms=60000,
                          heartbeat_interval_ms=3000, retry_backoff_ms=100, request_timeout_ms=30000)
-    membership = GroupMembership(net, clock, config, hooks)  # type: ignore[arg-type]
+    membership = GroupMembership(net, clock, config, hooks)
     net.on(ApiKey.FIND_COORDINATOR, find_ok)
     return membership, net, hooks, clock
 

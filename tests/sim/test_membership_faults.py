@@ -1,0 +1,208 @@
+"""The membership defects, each reproduced in the simulator (real member logic and coordinator
+core on one fake clock); invariants are checked after every step of every test."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kafka.structs import TopicPartition
+
+from groupclient import GroupConsumer
+from groupclient.coordinator.faults import FaultKind, FaultRule
+from groupclient.errors import CommitFailedError
+from groupclient.protocol.apis import ApiKey
+from groupclient.protocol.errors import ErrorCode
+from groupclient.testing import Behaviour, GroupSimulation
+
+Sim = Callable[..., GroupSimulation]
+
+
+def stable(sim: GroupSimulation, max_ms: int = 60_000) -> None:
+    assert sim.run_until(sim.converged, max_ms), f"no convergence by t={sim.now}: {sim.log[-10:]}"
+
+
+def driver_consumer(sim: GroupSimulation, name: str, **configs: object) -> GroupConsumer:
+    """A consumer the test drives itself: its blocking calls run the simulation meanwhile."""
+    return sim.consumer(name, **configs)
+
+
+def test_iteration_commits_only_what_it_yielded(make_sim: Sim) -> None:
+    """Defect 0: breaking out of ``for record in consumer`` after 3 records commits 3, not the batch."""
+    sim = make_sim(topics={"t": 1})
+    sim.produce("t", 100)
+    consumer = driver_consumer(sim, "iter", enable_auto_commit=True)
+    consumer.subscribe(["t"])
+    seen = []
+    for record in consumer:
+        seen.append(record.offset)
+        if len(seen) == 3:
+            break
+    consumer.close()
+    assert seen == [0, 1, 2]
+    assert sim.committed() == {TopicPartition("t", 0): 3}
+
+
+def test_poll_then_close_commits_what_poll_returned(make_sim: Sim) -> None:
+    sim = make_sim(topics={"t": 1})
+    sim.produce("t", 30)
+    consumer = driver_consumer(sim, "p", enable_auto_commit=True, max_poll_records=10)
+    consumer.subscribe(["t"])
+    got: list[int] = []
+    while not got:
+        for records in consumer.poll(1000).values():
+            got.extend(r.offset for r in records)
+    consumer.close()
+    assert sim.committed() == {TopicPartition("t", 0): len(got)}
+
+
+def test_member_rediscovers_after_a_dropped_heartbeat_connection(make_sim: Sim) -> None:
+    """Defect 1: after a dropped coordinator connection a STABLE member looks the coordinator up
+    again and keeps its place; it never sits on partitions the broker gave away."""
+    sim = make_sim()
+    sim.add_member("a")
+    sim.add_member("b")
+    stable(sim)
+    sim.inject_fault(FaultRule(int(ApiKey.HEARTBEAT), FaultKind.DROP))
+    sim.run_for(30_000)
+    stable(sim)
+
+
+def test_coordinator_failover_is_survived(make_sim: Sim) -> None:
+    sim = make_sim(nodes=3, offsets_topic_partitions=3)
+    sim.add_member("a")
+    sim.add_member("b")
+    stable(sim)
+    node = sim.core.coordinator_node_for(sim.group_id)
+    assert node is not None
+    sim.stop_node(node.node_id)
+    sim.run_for(20_000)
+    stable(sim)
+    sim.start_node(node.node_id)
+    sim.run_for(20_000)
+    stable(sim)
+
+
+def test_rebalance_in_progress_heartbeat_keeps_a_busy_member(make_sim: Sim) -> None:
+    """Defect 2: a member busy for longer than its session timeout during a rebalance stays in the
+    group (REBALANCE_IN_PROGRESS is an answered heartbeat) and rejoins when it polls again."""
+    sim = make_sim()
+    a = sim.add_member("a")
+    stable(sim)
+    member_id = a.consumer.group_metadata().member_id
+    sim.pause("a", 25_000)  # session timeout 10 s, max poll interval (the rebalance timeout) 30 s
+    sim.add_member("b")
+    stable(sim, 60_000)
+    assert a.consumer.group_metadata().member_id == member_id
+    assert not [e for e in a.events if e.kind == "lost"]
+
+
+def test_unknown_heartbeat_error_only_fails_that_heartbeat(make_sim: Sim) -> None:
+    """Defect 4: an error code the heartbeat does not expect fails the heartbeat, not the member."""
+    sim = make_sim()
+    a = sim.add_member("a")
+    stable(sim)
+    sim.inject_fault(FaultRule(int(ApiKey.HEARTBEAT), FaultKind.ERROR, count=2,
+                               error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+    sim.run_for(20_000)
+    stable(sim)
+    assert a.alive and not a.errors
+
+
+def test_unknown_join_error_is_raised_once_and_the_member_goes_on(make_sim: Sim) -> None:
+    sim = make_sim()
+    sim.inject_fault(FaultRule(int(ApiKey.JOIN_GROUP), FaultKind.ERROR, error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT))
+    a = sim.add_member("a")
+    stable(sim)
+    assert a.alive and len(a.errors) == 1
+
+
+def test_topic_authorization_failure_in_metadata_is_applied(make_sim: Sim) -> None:
+    sim = make_sim()
+    sim.inject_fault(FaultRule(int(ApiKey.METADATA), FaultKind.ERROR, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+    sim.add_member("a")
+    stable(sim)
+
+
+def test_a_long_poll_on_an_idle_topic_does_not_leave_the_group(make_sim: Sim) -> None:
+    """Defect 5: poll(timeout) longer than max_poll_interval_ms keeps the member in the group."""
+    sim = make_sim()
+    a = sim.add_member("a", behaviour=Behaviour(poll_timeout_ms=40_000), max_poll_interval_ms=15_000)
+    stable(sim)
+    generation = a.consumer.group_metadata().generation_id
+    sim.run_for(60_000)
+    assert a.consumer.group_metadata().generation_id == generation
+    assert [e.kind for e in a.events] == ["assigned"]
+
+
+def test_subscribe_during_a_join_is_not_lost(make_sim: Sim) -> None:
+    """Defect 6: a subscription changed while the JoinGroup is held is joined with next."""
+    sim = make_sim(topics={"t1": 2, "t2": 2}, group_initial_rebalance_delay_ms=3000)
+    consumer = driver_consumer(sim, "s")
+    consumer.subscribe(["t1"])
+    consumer.poll(500)  # the JoinGroup is held by the initial rebalance delay
+    assert consumer.group_metadata().state == "preparing-rebalance"
+    consumer.subscribe(["t1", "t2"])
+    for _ in range(40):
+        consumer.poll(500)
+        if len(consumer.assignment()) == 4:
+            break
+    assert consumer.assignment() == sim.partitions(["t1", "t2"])
+    consumer.close()
+
+
+def test_commit_after_leaving_on_poll_timeout_fails(make_sim: Sim) -> None:
+    """Defect 7: commit() after the member left on poll timeout raises CommitFailedError."""
+    sim = make_sim(topics={"t": 1})
+    sim.produce("t", 10)
+    consumer = driver_consumer(sim, "slow", enable_auto_commit=False, max_poll_interval_ms=12_000)
+    consumer.subscribe(["t"])
+    while not consumer.poll(1000):
+        pass
+    sim.run_for(20_000)  # the application does not poll: the heartbeat thread leaves the group
+    try:
+        consumer.commit()
+    except CommitFailedError:
+        pass
+    else:
+        raise AssertionError("commit() after leaving the group did not fail")
+    finally:
+        consumer.close()
+
+
+def test_a_short_poll_is_not_held_by_the_commit_before_a_rebalance(make_sim: Sim) -> None:
+    """Defect 8: poll(100) does not wait for a slow auto-commit before rejoining."""
+    sim = make_sim(topics={"t": 2})
+    sim.produce("t", 20)
+    consumer = driver_consumer(sim, "c", enable_auto_commit=True)
+    consumer.subscribe(["t"])
+    while not consumer.poll(1000):
+        pass
+    sim.inject_fault(FaultRule(int(ApiKey.OFFSET_COMMIT), FaultKind.DELAY, delay_ms=20_000))
+    consumer.enforce_rebalance("test")
+    start = sim.now
+    consumer.poll(100)
+    assert sim.now - start <= 1_000
+    consumer.close()
+
+
+def test_leaving_while_not_stable_reports_lost_partitions(make_sim: Sim) -> None:
+    sim = make_sim(topics={"t": 2})
+    events: list[tuple[str, set[TopicPartition]]] = []
+
+    class Listener:
+        def on_partitions_assigned(self, p: set[TopicPartition]) -> None:
+            events.append(("assigned", p))
+
+        def on_partitions_revoked(self, p: set[TopicPartition]) -> None:
+            events.append(("revoked", p))
+
+        def on_partitions_lost(self, p: set[TopicPartition]) -> None:
+            events.append(("lost", p))
+
+    consumer = driver_consumer(sim, "l", max_poll_interval_ms=12_000)
+    consumer.subscribe(["t"], listener=Listener())
+    while not consumer.assignment():
+        consumer.poll(500)
+    sim.run_for(20_000)  # poll timeout: the member left and its partitions are lost
+    consumer.close()
+    assert [k for k, _ in events] == ["assigned", "lost"]
