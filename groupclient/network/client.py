@@ -91,9 +91,12 @@ class NetworkClient:
     def _known_nodes(self) -> dict[int, tuple[str, int]]:
         return self.metadata.brokers or self._bootstrap
 
+    def _address(self, node_id: int) -> tuple[str, int] | None:
+        return self._known_nodes().get(node_id) or self._bootstrap.get(node_id) or self._coordinators.get(node_id)
+
     def _connection(self, node_id: int) -> BrokerConnection | None:
         conn = self._conns.get(node_id)
-        address = self._known_nodes().get(node_id) or self._bootstrap.get(node_id) or self._coordinators.get(node_id)
+        address = self._address(node_id)
         if conn is None and address is not None:
             cfg = self.config
             conn = self._conns[node_id] = BrokerConnection(
@@ -105,11 +108,14 @@ class NetworkClient:
 
     def add_node(self, node_id: int, host: str, port: int) -> None:
         """Make an address known outside metadata (the group coordinator's connection)."""
+        completions: list[Completion] = []
         with self._locked():
             self._coordinators = {**self._coordinators, node_id: (host, port)}
             conn = self._conns.get(node_id)
-            if conn is not None and (conn.host, conn.port) != (host, port):
-                self._finish(self._close_node(node_id))
+            if conn is not None and (conn.host, conn.port) != self._address(node_id):
+                # dropped, so that the next connection goes to the new address
+                completions = self._forget_node(node_id)
+        self._finish(completions)  # outside the lock: a listener may call this client
 
     def least_loaded_node(self) -> int | None:
         """Seed 002's leastLoadedNode: random start; an idle ready node wins at once; then the ready
@@ -364,13 +370,21 @@ class NetworkClient:
         return future
 
     def _forget_vanished_brokers(self) -> None:
+        """Drop the connections of nodes the metadata no longer names, or names at another
+        address (a broker advertised at a bad address, then at a good one)."""
         with self._locked():
             gone = [n for n in self._conns if n >= 0 and n not in self.metadata.brokers and n not in self._coordinators]
+            moved = [n for n, c in self._conns.items() if n >= 0 and n not in gone
+                     and (c.host, c.port) != self._address(n)]
             completions: list[Completion] = []
-            for node_id in gone + [n for n in self._conns if n < 0 and self.metadata.brokers]:
-                completions += self._close_node(node_id)
-                self._conns.pop(node_id, None)
+            for node_id in gone + moved + [n for n in self._conns if n < 0 and self.metadata.brokers]:
+                completions += self._forget_node(node_id)
         self._finish(completions)
+
+    def _forget_node(self, node_id: int) -> list[Completion]:
+        completions = self._close_node(node_id)
+        self._conns.pop(node_id, None)
+        return completions
 
     def close(self) -> None:
         with self._locked():

@@ -19,7 +19,7 @@ from typing import Any
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from tenacity import wait_exponential_jitter
 
-from ..errors import DisconnectedError, RequestTimedOutError
+from ..errors import DisconnectedError, ProtocolError, RequestTimedOutError
 from ..protocol.apis import ApiKey
 from .future import RequestFuture
 from .io import IOBackend, Stream
@@ -34,6 +34,13 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     ApiKey.SYNC_GROUP: 5, ApiKey.HEARTBEAT: 4, ApiKey.LEAVE_GROUP: 5, ApiKey.OFFSET_COMMIT: 8,
     ApiKey.OFFSET_FETCH: 8, ApiKey.FETCH: 12, ApiKey.LIST_OFFSETS: 7,
 }
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"API {api_key}"
 
 
 class ConnectionState(enum.Enum):
@@ -124,17 +131,19 @@ class BrokerConnection:
 
     def _on_api_versions(self, response: Any, now: int) -> list[Completion]:
         if response.error_code == 35 and response.version > 0:  # UNSUPPORTED_VERSION: retry at v0
-            broker_max = next((k.max_version for k in response.api_keys if k.api_key == ApiKey.API_VERSIONS), 0)
+            broker_max = next((k.max_version for k in response.api_keys or () if k.api_key == ApiKey.API_VERSIONS), 0)
             retry = ApiVersionsRequest(version=min(broker_max, 3), client_software_name="groupclient",
                                        client_software_version="0.1")
             self._enqueue(retry, ApiVersionsResponse, now).add_errback(lambda exc: None)
             return []
         if response.error_code:
             return self.close(now, DisconnectedError(f"ApiVersions failed with error {response.error_code}"))
+        if response.api_keys is None:  # a null array decodes, but leaves nothing to negotiate with
+            return self.close(now, ProtocolError("ApiVersions answer without api_keys"))
         self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
         self.state = ConnectionState.READY
         self.failures = 0
-        log.debug("node %d at %s:%d is ready", self.node_id, self.host, self.port)
+        log.debug("node %d at %r:%s is ready", self.node_id, self.host, self.port)
         return []
 
     def version_for(self, api_key: int) -> int | None:
@@ -201,8 +210,8 @@ class BrokerConnection:
                 break
         while len(self._recv_buffer) >= 4:
             size = _SIZE.unpack_from(self._recv_buffer, 0)[0]
-            if size < 4 or size > self.max_response_bytes:
-                return completions + self.close(now, DisconnectedError(f"bad response size {size}"))
+            if size < 4 or size > self.max_response_bytes:  # < 4: no room for a correlation id
+                return completions + self.close(now, ProtocolError(f"bad response size {size}"))
             if len(self._recv_buffer) < 4 + size:
                 break
             payload = bytes(self._recv_buffer[4 : 4 + size])
@@ -213,15 +222,19 @@ class BrokerConnection:
         return completions
 
     def _on_response(self, payload: bytes, now: int) -> list[Completion]:
+        """One whole frame (``payload`` has 4 bytes at least).  Bytes this client cannot read close
+        the connection with ProtocolError for every request in flight: once one answer is
+        misread, the ones after it cannot be trusted either."""
         correlation_id = _SIZE.unpack_from(payload, 0)[0]
         if not self.in_flight or self.in_flight[0].correlation_id != correlation_id:
-            return self.close(now, DisconnectedError(f"unexpected correlation id {correlation_id}"))
-        entry = self.in_flight.popleft()
+            return self.close(now, ProtocolError(f"unexpected correlation id {correlation_id}"))
+        entry = self.in_flight[0]
         try:
             response = entry.response_cls.decode(payload, version=entry.version, header=True)
-        except Exception as exc:
-            return [(entry.future, False, DisconnectedError(f"undecodable response: {exc!r}"))] + self.close(
-                now, DisconnectedError("undecodable response"))
+        except Exception as exc:  # kafka-python raises struct.error, ValueError, IndexError, UnicodeError...
+            return self.close(now, ProtocolError(f"undecodable {_api_name(entry.api_key)} v{entry.version} "
+                                                 f"response: {exc!r}"))
+        self.in_flight.popleft()
         if entry.api_key == ApiKey.API_VERSIONS and self.state is ConnectionState.NEGOTIATING:
             return [(entry.future, True, response)] + self._on_api_versions(response, now)
         return [(entry.future, True, response)]
@@ -245,7 +258,8 @@ class BrokerConnection:
             self.sock = None
         if self.state is not ConnectionState.DISCONNECTED:
             if error is not None:
-                log.info("node %d (%s:%d): %s", self.node_id, self.host, self.port, error)
+                # %r and %s: a broker may have advertised a host or port of any shape
+                log.info("node %d (%r:%s): %s", self.node_id, self.host, self.port, error)
             if self.state is not ConnectionState.READY:
                 self.failures += 1
             self._next_attempt_ms = now + self._backoff_ms()

@@ -1,29 +1,34 @@
 """``RequestFuture``: the result of a request, with listeners, ``compose`` and ``chain``.
 
 Listeners run on the thread that completes the future, which is the thread that polled the
-network client; the client completes futures only after releasing its lock.
+network client; the client completes futures only after releasing its lock.  A listener added
+after completion runs at once on the adding thread.  Each future has a small lock of its own,
+held only to change its state or take its listener lists, never while a listener runs, so that a
+listener added while another thread completes the future runs exactly once.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from ..errors import DisconnectedError, NodeNotReadyError, RequestTimedOutError, RetriableError
+from ..errors import GroupClientError, ProtocolError, RetriableError
 
 log = logging.getLogger("groupclient.network")
 
 T = TypeVar("T")
 U = TypeVar("U")
 
-_RETRIABLE = (RetriableError, NodeNotReadyError, DisconnectedError, RequestTimedOutError)
+_RETRIABLE = RetriableError  # network errors are RetriableErrors too
 
 
 class RequestFuture(Generic[T]):
-    __slots__ = ("_done", "_value", "_exception", "_on_success", "_on_failure")
+    __slots__ = ("_lock", "_done", "_value", "_exception", "_on_success", "_on_failure")
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._done = False
         self._value: T | None = None
         self._exception: BaseException | None = None
@@ -56,22 +61,30 @@ class RequestFuture(Generic[T]):
 
     # -- completion ----------------------------------------------------------------------
     def success(self, value: T) -> None:
-        if self._done:
+        if not self._complete(value, None):
             raise RuntimeError("a future completes once")
-        self._value, self._done = value, True
-        for callback in self._on_success:
-            self._run(callback, value)
-        self._on_success.clear()
-        self._on_failure.clear()
 
     def failure(self, exc: BaseException) -> None:
-        if self._done:
+        if not self._complete(None, exc):
             raise RuntimeError("a future completes once")
-        self._exception, self._done = exc, True
-        for callback in self._on_failure:
-            self._run(callback, exc)
-        self._on_success.clear()
-        self._on_failure.clear()
+
+    def _complete(self, value: T | None, exc: BaseException | None) -> bool:
+        """Complete the future unless it is done already; whether this call completed it."""
+        with self._lock:
+            if self._done:
+                return False
+            # value and exception are set before _done: a reader that sees _done sees them
+            self._value, self._exception = value, exc
+            self._done = True
+            on_success, self._on_success = self._on_success, []
+            on_failure, self._on_failure = self._on_failure, []
+        if exc is None:
+            for callback in on_success:
+                self._run(callback, value)
+        else:
+            for errback in on_failure:
+                self._run(errback, exc)
+        return True
 
     @staticmethod
     def _run(callback: Callable[[Any], Any], arg: Any) -> None:
@@ -83,19 +96,21 @@ class RequestFuture(Generic[T]):
 
     # -- listeners -----------------------------------------------------------------------
     def add_callback(self, callback: Callable[[T], Any]) -> RequestFuture[T]:
-        if self._done:
-            if self._exception is None:
-                self._run(callback, self._value)
-        else:
-            self._on_success.append(callback)
+        with self._lock:
+            if not self._done:
+                self._on_success.append(callback)
+                return self
+        if self._exception is None:
+            self._run(callback, self._value)
         return self
 
     def add_errback(self, errback: Callable[[BaseException], Any]) -> RequestFuture[T]:
-        if self._done:
-            if self._exception is not None:
-                self._run(errback, self._exception)
-        else:
-            self._on_failure.append(errback)
+        with self._lock:
+            if not self._done:
+                self._on_failure.append(errback)
+                return self
+        if self._exception is not None:
+            self._run(errback, self._exception)
         return self
 
     def add_both(self, fn: Callable[[Any], Any]) -> RequestFuture[T]:
@@ -104,10 +119,24 @@ class RequestFuture(Generic[T]):
     def compose(self, adapter: Callable[[T, RequestFuture[U]], None]) -> RequestFuture[U]:
         """A new future completed by ``adapter(value, new_future)`` when this one succeeds.
 
-        Failures pass through unchanged, as in the Java client's RequestFutureAdapter.
+        Failures pass through unchanged, as in the Java client's RequestFutureAdapter.  An adapter
+        that raises before completing the new future fails it (with a groupclient error as it is,
+        anything else as a retriable ProtocolError), so callers never wait until their timeout.
         """
         composed: RequestFuture[U] = RequestFuture()
-        self.add_callback(lambda value: adapter(value, composed))
+
+        def adapt(value: T) -> None:
+            try:
+                adapter(value, composed)
+            except GroupClientError as exc:
+                composed._complete(None, exc)  # a no-op if the adapter completed it first
+            except Exception as exc:
+                # an answer the adapter could not use (an empty list where one entry is due...):
+                # a retriable ProtocolError for the caller, the traceback in the log
+                log.exception("a RequestFuture.compose adapter failed")
+                composed._complete(None, ProtocolError(f"an answer this client cannot use: {exc!r}"))
+
+        self.add_callback(adapt)
         self.add_errback(composed.failure)
         return composed
 

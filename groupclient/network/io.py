@@ -138,16 +138,22 @@ class SelectorPoller:
 
 class SocketIO:
     def open_stream(self, host: str, port: int) -> Stream:
-        if not 0 < port < 65536:
-            raise OSError(errno.EINVAL, f"port {port} is out of range")
+        # Addresses come from brokers (Metadata, FindCoordinator) and may be anything a broker
+        # can encode: a null or empty host, a port out of range.  Each is refused as OSError,
+        # so the caller counts a failed attempt; socket would raise TypeError or OverflowError.
+        # An empty host would mean this machine to socket; Kafka uses it for "no node".
+        if not isinstance(host, str) or not host:
+            raise OSError(errno.EINVAL, f"bad host {host!r}")
+        if not isinstance(port, int) or not 0 < port < 65536:
+            raise OSError(errno.EINVAL, f"port {port!r} is out of range")
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             code = sock.connect_ex((host, port))
-        except (OSError, OverflowError, ValueError, UnicodeError) as exc:
+        except (OSError, OverflowError, ValueError, TypeError) as exc:  # TypeError: a NUL in the host
             sock.close()
-            raise OSError(errno.EINVAL, f"cannot connect to {host}:{port}: {exc}") from None
+            raise OSError(errno.EINVAL, f"cannot connect to {host!r}:{port}: {exc}") from None
         if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY):
             sock.close()
             raise OSError(code, f"connect to {host}:{port} failed: {errno.errorcode.get(code, code)}")

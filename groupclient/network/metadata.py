@@ -6,8 +6,6 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..protocol.errors import ErrorCode
-
 log = logging.getLogger("groupclient.network")
 
 
@@ -16,7 +14,8 @@ class ClusterMetadata:
     metadata_max_age_ms: int
     brokers: dict[int, tuple[str, int]] = field(default_factory=dict)
     leaders: dict[str, dict[int, int]] = field(default_factory=dict)  # topic -> partition -> leader
-    unavailable: dict[str, ErrorCode] = field(default_factory=dict)  # topic -> why it has no partitions
+    # topic -> the error code it came with: an int, as a broker may send codes newer than ErrorCode
+    unavailable: dict[str, int] = field(default_factory=dict)
     internal_topics: set[str] = field(default_factory=set)
     cluster_id: str | None = None
     last_refresh_ms: int = -(2**62)
@@ -38,7 +37,7 @@ class ClusterMetadata:
             self.unavailable.clear()
         for topic in response.topics:
             if topic.error_code:
-                self.unavailable[topic.name] = ErrorCode(topic.error_code)
+                self.unavailable[topic.name] = int(topic.error_code)
                 self.leaders.pop(topic.name, None)
                 continue
             self.unavailable.pop(topic.name, None)

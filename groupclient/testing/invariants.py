@@ -42,40 +42,46 @@ class Invariants:
 
     def check(self) -> None:
         self.checks += 1
-        self._one_owner()
-        self._removed_members_let_go()
+        running = self._running()
+        owned = {name: self.sim.members[name].owned() for name in running}
+        self._one_owner(owned)
+        self._removed_members_let_go(owned)
         self._generations_grow()
         self._commits()
 
     def _running(self) -> list[str]:
         sim = self.sim
+        scheduler = sim.scheduler
         return [name for name, m in sim.members.items()
-                if m.alive and sim.scheduler.frozen_until(name) <= sim.now]
+                if m.alive and scheduler.frozen_until(name) <= sim.now and name not in scheduler.thawing]
 
-    def _one_owner(self) -> None:
+    def _one_owner(self, owned: dict[str, set[TopicPartition]]) -> None:
         owners: dict[TopicPartition, str] = {}
-        for name in self._running():
-            for tp in self.sim.members[name].owned():
+        for name, partitions in owned.items():
+            for tp in partitions:
                 if tp in owners:
                     self.fail(f"{tp} is owned by {owners[tp]} and {name} at once")
                 owners[tp] = name
 
-    def _removed_members_let_go(self) -> None:
+    def _removed_members_let_go(self, owned: dict[str, set[TopicPartition]]) -> None:
         sim = self.sim
         group = sim.coordinator_group()
         if group is None:
             return  # the coordinator is moving: nobody can be removed meanwhile
-        for name in self._running():
+        for name, partitions in owned.items():
+            if not partitions:
+                self.orphaned_since.pop(name, None)
+                continue
             member = sim.members[name]
             member_id = member.consumer.group_metadata().member_id
-            if not member.owned() or (member_id and member_id in group.members):
+            if member_id and member_id in group.members:
                 self.orphaned_since.pop(name, None)
                 continue
             since = self.orphaned_since.setdefault(name, sim.now)
             session = member.consumer.config["session_timeout_ms"]
             if sim.now - since > session:
                 self.fail(f"member {name} ({member_id or 'no member id'}) still owns "
-                          f"{sorted(member.owned())} {sim.now - since} ms after the coordinator "
+                          f"{sorted(partitions)} {sim.now - since} ms after the coordinator "
                           f"stopped counting it as a member (session timeout {session} ms)")
 
     def _generations_grow(self) -> None:
@@ -88,14 +94,15 @@ class Invariants:
 
     def _commits(self) -> None:
         sim = self.sim
+        table = sim.core.group_store.offsets.get(sim.group_id)
+        if not table:
+            return
         for tp, offset in sim.committed().items():
             before = self.committed.get(tp)
             if before is not None and offset < before:
                 self.fail(f"committed offset of {tp} went back from {before} to {offset}")
             if before != offset:
-                delivered: set[int] = set()
-                for m in sim.members.values():
-                    delivered.update(m.delivered.get(tp, ()))
+                delivered = sim.delivered.get(tp, set())
                 missing = [o for o in range(offset) if o not in delivered]
                 if missing:
                     self.fail(f"offset {offset} committed for {tp}, but offsets {missing[:10]} were never "

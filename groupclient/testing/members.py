@@ -30,12 +30,12 @@ class RecordingConsumer(GroupConsumer):
         batch = super().poll(timeout_ms, max_records, update_offsets)
         if update_offsets:
             for tp, records in batch.items():
-                self.sim_member.delivered.setdefault(tp, []).extend(r.offset for r in records)
+                self.sim_member.record_delivery(tp, [r.offset for r in records])
         return batch
 
     def __next__(self) -> Any:
         record = super().__next__()
-        self.sim_member.delivered.setdefault(TopicPartition(record.topic, record.partition), []).append(record.offset)
+        self.sim_member.record_delivery(TopicPartition(record.topic, record.partition), [record.offset])
         return record
 
     def close(self, autocommit: bool = True, timeout_ms: int | None = None) -> None:
@@ -82,7 +82,7 @@ class RecordingListener(ConsumerRebalanceListener):
 class Behaviour:
     """How the member's application loop behaves; the schedule changes it as it runs."""
 
-    poll_timeout_ms: int = 200
+    poll_timeout_ms: int = 1000
     processing_ms: int = 0  # time spent on each non-empty batch
     commit: str = "auto"  # "auto" (enable_auto_commit), "sync" after each batch, or "none"
     pause_until_ms: int = 0  # the application does not call poll() before this time
@@ -112,6 +112,10 @@ class SimMember:
     def owned(self) -> set[TopicPartition]:
         return self.consumer.assignment()
 
+    def record_delivery(self, tp: TopicPartition, offsets: list[int]) -> None:
+        self.delivered.setdefault(tp, []).extend(offsets)
+        self.sim.delivered.setdefault(tp, set()).update(offsets)
+
     def stop(self) -> None:
         """Ask the application loop to close the consumer and end (a clean shutdown)."""
         self._stop = True
@@ -140,8 +144,7 @@ class SimMember:
                 if batch:
                     count = 0
                     for tp, records in batch.items():
-                        offsets = self.delivered.setdefault(tp, [])
-                        offsets.extend(r.offset for r in records)
+                        self.record_delivery(tp, [r.offset for r in records])
                         count += len(records)
                     if self.on_batch is not None:
                         self.on_batch(self, batch)

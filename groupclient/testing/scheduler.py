@@ -38,11 +38,19 @@ class SimulationError(AssertionError):
     """The simulation itself cannot go on (a thread blocked outside it, nothing left to run)."""
 
 
+def _held_lock() -> threading.Lock:
+    """A plain lock used as a binary semaphore (much cheaper to hand over than a Semaphore):
+    created held; release() lets the waiting side's acquire() through."""
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
+
+
 @dataclass(eq=False)
 class Actor:
     name: str
     owner: str  # the member it belongs to; crashing or stalling a member applies to all its actors
-    resume: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
+    resume: threading.Lock = field(default_factory=_held_lock)
     wake_at: int | None = None
     wake_if: Callable[[], bool] | None = None
     started: bool = False
@@ -100,7 +108,10 @@ class Scheduler:
         self._actors: list[Actor] = []
         self._by_thread: dict[int, Actor] = {}
         self._frozen: dict[str, int] = {}  # owner -> time until which its actors are stopped
-        self._yielded = threading.Semaphore(0)
+        # owners just let go of a freeze: their threads run before anyone else's, as a resumed
+        # process's threads all wake at once; meanwhile the invariants do not count them
+        self.thawing: set[str] = set()
+        self._yielded = _held_lock()
         self._driving = False
 
     # -- the Clock protocol --------------------------------------------------------------
@@ -219,7 +230,15 @@ class Scheduler:
 
     def _step(self) -> bool:
         """Run one runnable actor or one due event; False when neither exists now."""
+        for owner, until in list(self._frozen.items()):
+            if until <= self.now:
+                del self._frozen[owner]
+                self.thawing.add(owner)
         runnable = [a for a in self._actors if a.runnable(self.now, self._frozen.get(a.owner, 0))]
+        if self.thawing:
+            first = [a for a in runnable if a.owner in self.thawing]
+            self.thawing = {a.owner for a in first}
+            runnable = first or runnable
         if runnable:
             actor = runnable[0] if len(runnable) == 1 else self.rng.choice(runnable)
             self._resume(actor)

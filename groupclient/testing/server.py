@@ -21,9 +21,13 @@ T = TypeVar("T")
 
 
 class SimWaiter(Waiter[T]):
-    """A one-shot result; awaiting it suspends the handler's coroutine until it is resolved."""
+    """A one-shot result; awaiting it suspends the handler's coroutine until it is resolved.
 
-    def __init__(self) -> None:
+    As with asyncio futures, what waits on it resumes later (as its own scheduler event), never
+    inside ``set_result``: the coordinator delivers answers from inside loops over its members."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._scheduler = scheduler
         self._done = False
         self._cancelled = False
         self._result: T | None = None
@@ -54,7 +58,7 @@ class SimWaiter(Waiter[T]):
     def _fire(self) -> None:
         listeners, self._listeners = self._listeners, []
         for listener in listeners:
-            listener()
+            self._scheduler.call_later(0, listener)
 
     def __await__(self) -> Generator[Any, None, T]:
         if not self._done:
@@ -71,13 +75,13 @@ class SimServerRuntime:
         self.scheduler = scheduler
 
     def create_waiter(self) -> Waiter[Any]:
-        return SimWaiter()
+        return SimWaiter(self.scheduler)
 
     def call_later(self, delay_ms: int, callback: Callable[[], None]) -> TimerHandle:
         return self.scheduler.call_later(delay_ms, callback)
 
     async def sleep(self, delay_ms: int) -> None:
-        waiter: SimWaiter[None] = SimWaiter()
+        waiter: SimWaiter[None] = SimWaiter(self.scheduler)
         self.scheduler.call_later(delay_ms, lambda: waiter.set_result(None))
         await waiter
 

@@ -34,7 +34,7 @@ MEMBER_DEFAULTS: dict[str, Any] = {
     "session_timeout_ms": 10_000,
     "heartbeat_interval_ms": 3_000,
     "max_poll_interval_ms": 30_000,
-    "fetch_max_wait_ms": 500,
+    "fetch_max_wait_ms": 1000,
     "request_timeout_ms": 30_000,
     "retry_backoff_ms": 100,
     "auto_commit_interval_ms": 1_000,
@@ -66,7 +66,8 @@ class GroupSimulation:
             node.live = True
         self.core.reassign_coordinators()
         self.network = SimNetwork(self.scheduler, self.core, min_latency_ms, max_latency_ms)
-        self.members: dict[str, SimMember] = {}
+        self.members: dict[str, SimMember] = {}  # by name; a restarted member replaces its old self
+        self.delivered: dict[TopicPartition, set[int]] = {}  # every offset any member was given
         self.log: list[str] = []  # what the schedule did, in order, with times
         for name, partitions in (topics or {"t": 6}).items():
             self.core.topics.create(name, partitions)
