@@ -17,7 +17,8 @@ from ..clock import Timer
 from ..errors import (
     CommitFailedError, FatalGroupError, KafkaTimeoutError, ProtocolError, RebalanceInProgressError, RetriableError,
 )
-from ..member.membership import Generation, GroupMembership, JoinedMember
+from ..member.membership import GroupMembership
+from ..member.types import Generation, JoinedMember
 from ..network.future import RequestFuture
 from ..network.transport import Transport
 from ..protocol.apis import ApiKey

@@ -22,7 +22,8 @@ from ..clock import Clock, SystemClock, Timer
 from ..errors import CommitFailedError, ConfigurationError, IllegalStateError, KafkaTimeoutError
 from .consumer_coordinator import CommitCallback, ConsumerCoordinator
 from ..member.heartbeat_thread import HeartbeatThread
-from ..member.membership import GroupConfig, GroupMembership
+from ..member.membership import GroupMembership
+from ..member.types import GroupConfig
 from ..network.client import NetworkClient, NetworkConfig, parse_bootstrap
 from ..network.future import RequestFuture
 from ..network.io import IOBackend

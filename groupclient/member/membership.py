@@ -16,8 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from kafka.protocol.consumer.group import (
     HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
@@ -37,59 +36,9 @@ from ..protocol.error_table import Action, action_for, error_for
 from ..protocol.errors import ErrorCode, error_name
 from .heartbeat import Heartbeat
 from .member_state import MemberState, check_member_transition
+from .types import COORDINATOR_ID_BASE, NO_GENERATION, Generation, GroupConfig, GroupHooks, JoinedMember
 
-log = logging.getLogger("groupclient.group")
-
-COORDINATOR_ID_BASE = 2**31 - 1  # the coordinator's connection is kept apart from the broker's
-
-
-@dataclass(frozen=True)
-class Generation:
-    generation_id: int = -1
-    member_id: str = ""
-    protocol_name: str | None = None
-
-
-NO_GENERATION = Generation()
-
-
-@dataclass(frozen=True)
-class GroupConfig:
-    group_id: str
-    group_instance_id: str | None
-    session_timeout_ms: int
-    rebalance_timeout_ms: int  # max_poll_interval_ms
-    heartbeat_interval_ms: int
-    retry_backoff_ms: int
-    request_timeout_ms: int
-
-
-@dataclass(frozen=True)
-class JoinedMember:
-    member_id: str
-    group_instance_id: str | None
-    metadata: bytes
-
-
-class GroupHooks(Protocol):
-    """What the consumer adds to membership (Java's ConsumerCoordinator overrides)."""
-
-    def protocols(self) -> list[tuple[str, bytes]]: ...
-
-    def perform_assignment(self, leader_id: str, protocol: str, members: list[JoinedMember]) -> dict[str, bytes]: ...
-
-    def watch_group(self, protocol: str, members: list[JoinedMember]) -> None:
-        """A static leader was told to skip the assignment: it still learns the group's topics."""
-
-    def on_join_prepare(self, generation: Generation, timer: Timer) -> bool:
-        """Give up partitions before a JoinGroup; False when not done within the timer (the
-        next poll goes on where this one stopped)."""
-
-    def on_join_complete(self, generation: Generation, assignment: bytes) -> None: ...
-
-    def on_ownership_lost(self, reason: str) -> None:
-        """The partitions may belong to others already: drop them at once (any thread)."""
-
+log = logging.getLogger("groupclient.member")
 
 # JoinGroup/SyncGroup answers after which the member rejoins at once, with no backoff (Java's
 # joinGroupIfNeeded does the same)

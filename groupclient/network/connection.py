@@ -21,6 +21,7 @@ from tenacity import wait_exponential_jitter
 
 from ..errors import DisconnectedError, ProtocolError, RequestTimedOutError
 from ..protocol.apis import ApiKey
+from ..protocol.errors import ErrorCode, error_name
 from .future import RequestFuture
 from .io import IOBackend, Stream
 
@@ -130,14 +131,14 @@ class BrokerConnection:
         self._enqueue(request, ApiVersionsResponse, now).add_errback(lambda exc: None)
 
     def _on_api_versions(self, response: Any, now: int) -> list[Completion]:
-        if response.error_code == 35 and response.version > 0:  # UNSUPPORTED_VERSION: retry at v0
+        if response.error_code == ErrorCode.UNSUPPORTED_VERSION and response.version > 0:  # KIP-511: retry lower
             broker_max = next((k.max_version for k in response.api_keys or () if k.api_key == ApiKey.API_VERSIONS), 0)
             retry = ApiVersionsRequest(version=min(broker_max, 3), client_software_name="groupclient",
                                        client_software_version="0.1")
             self._enqueue(retry, ApiVersionsResponse, now).add_errback(lambda exc: None)
             return []
         if response.error_code:
-            return self.close(now, DisconnectedError(f"ApiVersions failed with error {response.error_code}"))
+            return self.close(now, DisconnectedError(f"ApiVersions failed with {error_name(response.error_code)}"))
         if response.api_keys is None:  # a null array decodes, but leaves nothing to negotiate with
             return self.close(now, ProtocolError("ApiVersions answer without api_keys"))
         self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}

@@ -96,8 +96,11 @@ class EventHandle:
 class Scheduler:
     """The simulator's clock (it implements :class:`groupclient.clock.Clock`) and its loop."""
 
-    def __init__(self, seed: int = 0, start_ms: int = 1_000_000, real_timeout_s: float = 60.0) -> None:
+    def __init__(self, seed: int = 0, start_ms: int = 1_000_000, real_timeout_s: float = 60.0,
+                 max_simulated_ms: int = 7 * 24 * 3600 * 1000) -> None:
         self.now = start_ms
+        # a bound on every run, so that a wait that never ends fails instead of spinning forever
+        self.end_of_time = start_ms + max_simulated_ms
         self.rng = random.Random(seed)
         self.real_timeout_s = real_timeout_s
         self.steps = 0
@@ -221,6 +224,9 @@ class Scheduler:
                     target = limit if target is None else min(target, limit)
                 if target is None:
                     raise SimulationError("nothing can run and nothing is scheduled: the simulation is stuck")
+                if target > self.end_of_time:
+                    raise SimulationError(f"the simulation reached its end of time ({self.end_of_time} ms) "
+                                          "waiting for a condition that never came")
                 self.now = max(self.now, target)
         finally:
             self._driving = False

@@ -9,7 +9,7 @@ from kafka.structs import TopicPartition
 
 from groupclient import GroupConsumer
 from groupclient.coordinator.faults import FaultKind, FaultRule
-from groupclient.errors import CommitFailedError
+from groupclient.errors import CommitFailedError, WakeupError
 from groupclient.protocol.apis import ApiKey
 from groupclient.protocol.errors import ErrorCode
 from groupclient.testing import Behaviour, GroupSimulation
@@ -24,6 +24,15 @@ def stable(sim: GroupSimulation, max_ms: int = 60_000) -> None:
 def driver_consumer(sim: GroupSimulation, name: str, **configs: object) -> GroupConsumer:
     """A consumer the test drives itself: its blocking calls run the simulation meanwhile."""
     return sim.consumer(name, **configs)
+
+
+def first_records(consumer: GroupConsumer, polls: int = 60) -> list[int]:
+    """Poll (a bounded number of times) until a batch comes; its offsets."""
+    for _ in range(polls):
+        batch = consumer.poll(1000)
+        if batch:
+            return [r.offset for records in batch.values() for r in records]
+    raise AssertionError(f"no records in {polls} polls")
 
 
 def test_iteration_commits_only_what_it_yielded(make_sim: Sim) -> None:
@@ -47,10 +56,7 @@ def test_poll_then_close_commits_what_poll_returned(make_sim: Sim) -> None:
     sim.produce("t", 30)
     consumer = driver_consumer(sim, "p", enable_auto_commit=True, max_poll_records=10)
     consumer.subscribe(["t"])
-    got: list[int] = []
-    while not got:
-        for records in consumer.poll(1000).values():
-            got.extend(r.offset for r in records)
+    got = first_records(consumer)
     consumer.close()
     assert sim.committed() == {TopicPartition("t", 0): len(got)}
 
@@ -156,8 +162,7 @@ def test_commit_after_leaving_on_poll_timeout_fails(make_sim: Sim) -> None:
     sim.produce("t", 10)
     consumer = driver_consumer(sim, "slow", enable_auto_commit=False, max_poll_interval_ms=12_000)
     consumer.subscribe(["t"])
-    while not consumer.poll(1000):
-        pass
+    first_records(consumer)
     sim.run_for(20_000)  # the application does not poll: the heartbeat thread leaves the group
     try:
         consumer.commit()
@@ -175,8 +180,7 @@ def test_a_short_poll_is_not_held_by_the_commit_before_a_rebalance(make_sim: Sim
     sim.produce("t", 20)
     consumer = driver_consumer(sim, "c", enable_auto_commit=True)
     consumer.subscribe(["t"])
-    while not consumer.poll(1000):
-        pass
+    first_records(consumer)
     sim.inject_fault(FaultRule(int(ApiKey.OFFSET_COMMIT), FaultKind.DELAY, delay_ms=20_000))
     consumer.enforce_rebalance("test")
     start = sim.now
@@ -201,8 +205,43 @@ def test_leaving_while_not_stable_reports_lost_partitions(make_sim: Sim) -> None
 
     consumer = driver_consumer(sim, "l", max_poll_interval_ms=12_000)
     consumer.subscribe(["t"], listener=Listener())
-    while not consumer.assignment():
+    for _ in range(60):
+        if consumer.assignment():
+            break
         consumer.poll(500)
+    assert consumer.assignment()
     sim.run_for(20_000)  # poll timeout: the member left and its partitions are lost
     consumer.close()
     assert [k for k, _ in events] == ["assigned", "lost"]
+
+
+def test_close_waits_for_async_commits_and_commits_before_leaving(make_sim: Sim) -> None:
+    """Defect 10: close() lets in-flight async commits finish (their callbacks run) before leaving."""
+    sim = make_sim(topics={"t": 1})
+    sim.produce("t", 10)
+    consumer = driver_consumer(sim, "c", enable_auto_commit=False)
+    consumer.subscribe(["t"])
+    got = first_records(consumer)
+    answered: list[object] = []
+    consumer.commit_async(callback=lambda offsets, error: answered.append(error))
+    consumer.close()
+    assert answered == [None]
+    assert sim.committed() == {TopicPartition("t", 0): len(got)}
+
+
+def test_commit_async_leaves_a_pending_wakeup_to_the_next_blocking_call(make_sim: Sim) -> None:
+    """Defect 10: commit_async never raises WakeupError; the next poll() does."""
+    sim = make_sim(topics={"t": 1})
+    sim.produce("t", 5)
+    consumer = driver_consumer(sim, "w", enable_auto_commit=False)
+    consumer.subscribe(["t"])
+    first_records(consumer)
+    consumer.wakeup()
+    consumer.commit_async()
+    try:
+        consumer.poll(100)
+    except WakeupError:
+        pass
+    else:
+        raise AssertionError("the wakeup was lost")
+    consumer.close()

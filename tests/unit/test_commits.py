@@ -17,7 +17,8 @@ from groupclient.errors import (
 )
 from groupclient.consumer.consumer_coordinator import ConsumerCoordinator
 from groupclient.member.member_state import MemberState
-from groupclient.member.membership import Generation, GroupConfig, GroupMembership
+from groupclient.member.membership import GroupMembership
+from groupclient.member.types import Generation, GroupConfig
 from groupclient.protocol.apis import ApiKey
 from groupclient.protocol.errors import ErrorCode
 

@@ -11,7 +11,8 @@ from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
 from groupclient.clock import FakeClock, Timer
 from groupclient.errors import FatalGroupError
 from groupclient.member.member_state import MemberState
-from groupclient.member.membership import COORDINATOR_ID_BASE, Generation, GroupConfig, GroupMembership, JoinedMember
+from groupclient.member.membership import GroupMembership
+from groupclient.member.types import COORDINATOR_ID_BASE, Generation, GroupConfig, JoinedMember
 from groupclient.protocol.apis import ApiKey
 from groupclient.protocol.errors import ErrorCode
 

@@ -1,0 +1,59 @@
+"""What membership is made of: generations, settings, the joined members a leader sees, and the
+hooks through which the consumer adds its part (Java's ConsumerCoordinator overrides)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..clock import Timer
+
+COORDINATOR_ID_BASE = 2**31 - 1  # the coordinator's connection is kept apart from the broker's
+
+
+@dataclass(frozen=True)
+class Generation:
+    generation_id: int = -1
+    member_id: str = ""
+    protocol_name: str | None = None
+
+
+NO_GENERATION = Generation()
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    group_id: str
+    group_instance_id: str | None
+    session_timeout_ms: int
+    rebalance_timeout_ms: int  # max_poll_interval_ms
+    heartbeat_interval_ms: int
+    retry_backoff_ms: int
+    request_timeout_ms: int
+
+
+@dataclass(frozen=True)
+class JoinedMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+class GroupHooks(Protocol):
+    """What the consumer adds to membership (Java's ConsumerCoordinator overrides)."""
+
+    def protocols(self) -> list[tuple[str, bytes]]: ...
+
+    def perform_assignment(self, leader_id: str, protocol: str, members: list[JoinedMember]) -> dict[str, bytes]: ...
+
+    def watch_group(self, protocol: str, members: list[JoinedMember]) -> None:
+        """A static leader was told to skip the assignment: it still learns the group's topics."""
+
+    def on_join_prepare(self, generation: Generation, timer: Timer) -> bool:
+        """Give up partitions before a JoinGroup; False when not done within the timer (the
+        next poll goes on where this one stopped)."""
+
+    def on_join_complete(self, generation: Generation, assignment: bytes) -> None: ...
+
+    def on_ownership_lost(self, reason: str) -> None:
+        """The partitions may belong to others already: drop them at once (any thread)."""

@@ -1,0 +1,162 @@
+"""The smaller membership defects, each pinned with a scripted network and a fake clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kafka.structs import TopicPartition
+
+from groupclient.assignors import RangeAssignor
+from groupclient.clock import FakeClock, Timer
+from groupclient.consumer.consumer_coordinator import ConsumerCoordinator
+from groupclient.consumer.listener import ListenerCalls
+from groupclient.consumer.subscription import SubscriptionState
+from groupclient.errors import ProtocolError
+from groupclient.member.heartbeat_thread import HeartbeatThread
+from groupclient.member.member_state import MemberState
+from groupclient.member.membership import GroupMembership
+from groupclient.member.types import GroupConfig, JoinedMember
+from groupclient.protocol.apis import ApiKey
+from groupclient.protocol.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
+from groupclient.protocol.errors import ErrorCode
+
+from .scripted_network import ScriptedClient
+from .test_membership import find_ok, heartbeat_answer, join_answer, sync_answer
+
+E = ErrorCode
+
+
+def consumer_member(clock: FakeClock) -> tuple[ConsumerCoordinator, GroupMembership, ScriptedClient]:
+    net = ScriptedClient(clock)
+    net.on(ApiKey.FIND_COORDINATOR, find_ok)
+    net.metadata.leaders = {"t": {0: 0, 1: 0}}
+    subscription = SubscriptionState("earliest")
+    subscription.subscribe({"t"}, None)
+    coordinator = ConsumerCoordinator(subscription, [RangeAssignor()], ListenerCalls(), False, 5000)
+    membership = GroupMembership(net, clock, GroupConfig("g", None, 10000, 60000, 3000, 100, 30000), coordinator)
+    coordinator.membership = membership
+    return coordinator, membership, net
+
+
+def follower_join(req: Any) -> Any:
+    return join_answer(req, member="m-2", leader="m-1")
+
+
+def test_an_unreadable_assignment_fails_the_join_and_the_member_rejoins() -> None:
+    """Defect 11: an assignment with an invalid version is a clear error, never a silent empty
+    assignment; the next poll rejoins."""
+    clock = FakeClock()
+    coordinator, membership, net = consumer_member(clock)
+    net.on(ApiKey.JOIN_GROUP, follower_join)
+    net.on(ApiKey.SYNC_GROUP, lambda req: sync_answer(req, assignment=b"\x7f\x7f\x00\x00garbage"))
+    with pytest.raises(ProtocolError, match="cannot be read"):
+        membership.join_group_if_needed(Timer(clock, 10_000))
+    assert membership.state is MemberState.UNJOINED and membership.rejoin_needed()
+    good = encode_assignment(Assignment([TopicPartition("t", 0)]))
+    net.on(ApiKey.SYNC_GROUP, lambda req: sync_answer(req, assignment=good))
+    assert membership.join_group_if_needed(Timer(clock, 10_000))
+    assert coordinator.subscription.assigned() == {TopicPartition("t", 0)}
+
+
+@pytest.mark.parametrize("error", [E.UNKNOWN_MEMBER_ID, E.ILLEGAL_GENERATION, E.REBALANCE_IN_PROGRESS,
+                                   E.MEMBER_ID_REQUIRED])
+def test_these_join_errors_rejoin_at_once_without_backoff(error: ErrorCode) -> None:
+    """Defect 10: as Java's joinGroupIfNeeded, no retry_backoff_ms before rejoining after these."""
+    clock = FakeClock()
+    _, membership, net = consumer_member(clock)
+    answers = [error]
+
+    def join(req: Any) -> Any:
+        if answers:
+            return join_answer(req, answers.pop(), member=req.member_id or "m-2")
+        return follower_join(req)
+
+    net.on(ApiKey.JOIN_GROUP, join)
+    net.on(ApiKey.SYNC_GROUP, lambda req: sync_answer(req, assignment=b""))
+    start = clock.monotonic_ms()
+    assert membership.join_group_if_needed(Timer(clock, 10_000))
+    assert clock.monotonic_ms() - start < membership.config.retry_backoff_ms
+    assert len(net.requests(ApiKey.JOIN_GROUP)) == 2
+
+
+def test_heartbeats_run_while_completing_the_rebalance() -> None:
+    """Defect 10: a member waiting for the leader's assignment keeps heartbeating (Java does), so a
+    slow SyncGroup does not let its session run out."""
+    clock = FakeClock()
+    _, membership, net = consumer_member(clock)
+    net.on(ApiKey.JOIN_GROUP, follower_join)
+    net.on(ApiKey.SYNC_GROUP, lambda req: None)  # the leader is slow: held
+    net.on(ApiKey.HEARTBEAT, heartbeat_answer(E.NONE))
+    assert not membership.join_group_if_needed(Timer(clock, 500))
+    assert membership.state is MemberState.COMPLETING_REBALANCE
+    thread = HeartbeatThread(membership, lambda: None)
+    clock.advance(3_000)
+    thread._step()
+    assert net.requests(ApiKey.HEARTBEAT), "no heartbeat while completing the rebalance"
+
+
+def test_a_static_leader_told_to_skip_the_assignment_still_watches_partition_counts() -> None:
+    """Defect 10: a restarted static leader answered with skip_assignment must still notice a
+    partition count change and ask for a rebalance."""
+    clock = FakeClock()
+    coordinator, membership, net = consumer_member(clock)
+    sub = encode_subscription(Subscription(["t"]))
+    coordinator.watch_group("range", [JoinedMember("m-1", "static-1", sub), JoinedMember("m-2", None, sub)])
+    assert not coordinator.metadata_changed_since_assignment()
+    net.metadata.leaders = {"t": {0: 0, 1: 0, 2: 0}}  # the topic grew
+    assert coordinator.metadata_changed_since_assignment()
+
+
+def test_a_static_leader_skipping_the_assignment_reports_the_group() -> None:
+    clock = FakeClock()
+    coordinator, membership, net = consumer_member(clock)
+    sub = encode_subscription(Subscription(["t", "u"]))
+
+    def join(req: Any) -> Any:
+        answer = join_answer(req, skip=True)
+        for m in answer.members:
+            m.metadata = sub
+        return answer
+
+    net.on(ApiKey.JOIN_GROUP, join)
+    net.on(ApiKey.SYNC_GROUP, lambda req: sync_answer(req, assignment=b""))
+    assert membership.join_group_if_needed(Timer(clock, 10_000))
+    assert coordinator.subscription.group_topics == {"t", "u"}
+    assert coordinator.assigned_snapshot is not None and set(coordinator.assigned_snapshot) == {"t", "u"}
+
+
+def test_a_heartbeat_answered_with_a_reset_drops_the_partitions_at_once() -> None:
+    """The group moved on without this member: its partitions go now, not at the next poll."""
+    clock = FakeClock()
+    coordinator, membership, net = consumer_member(clock)
+    good = encode_assignment(Assignment([TopicPartition("t", 0), TopicPartition("t", 1)]))
+    net.on(ApiKey.JOIN_GROUP, follower_join)
+    net.on(ApiKey.SYNC_GROUP, lambda req: sync_answer(req, assignment=good))
+    assert membership.join_group_if_needed(Timer(clock, 10_000))
+    assert len(coordinator.subscription.assigned()) == 2
+    net.on(ApiKey.HEARTBEAT, heartbeat_answer(E.ILLEGAL_GENERATION))
+    membership.send_heartbeat()
+    net.deliver()
+    assert coordinator.subscription.assigned() == set()
+    assert coordinator.subscription.has_lost()
+
+
+def test_the_lease_ends_before_the_coordinator_could_expire_the_member() -> None:
+    clock = FakeClock()
+    coordinator, membership, net = consumer_member(clock)
+    good = encode_assignment(Assignment([TopicPartition("t", 0)]))
+    net.on(ApiKey.JOIN_GROUP, follower_join)
+    net.on(ApiKey.SYNC_GROUP, lambda req: sync_answer(req, assignment=good))
+    assert membership.join_group_if_needed(Timer(clock, 10_000))
+    net.on(ApiKey.HEARTBEAT, lambda req: None)  # the coordinator went silent
+    sent_at = clock.monotonic_ms()
+    membership.send_heartbeat()
+    clock.advance(9_999)
+    assert not membership.check_lease(clock.monotonic_ms())
+    assert coordinator.subscription.assigned() == {TopicPartition("t", 0)}
+    clock.advance(1)
+    assert clock.monotonic_ms() - sent_at == 10_000
+    assert membership.check_lease(clock.monotonic_ms())
+    assert coordinator.subscription.assigned() == set() and membership.rejoin_needed()
+    assert membership.current_generation().member_id == "m-2"  # kept: the rejoin may keep the assignment
