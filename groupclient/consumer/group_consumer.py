@@ -20,7 +20,7 @@ from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartiti
 from ..assignors.registry import resolve_assignors
 from ..clock import Clock, SystemClock, Timer
 from ..errors import CommitFailedError, ConfigurationError, IllegalStateError, KafkaTimeoutError
-from .consumer_coordinator import CommitCallback, ConsumerCoordinator
+from .consumer_membership import CommitCallback, ConsumerMembership
 from ..member.heartbeat_thread import HeartbeatThread
 from ..member.membership import GroupMembership
 from ..member.types import GroupConfig
@@ -68,18 +68,18 @@ class GroupConsumer:
             cfg["fetch_min_bytes"], cfg["fetch_max_wait_ms"], cfg["fetch_max_bytes"],
             cfg["max_partition_fetch_bytes"], 1 if cfg["isolation_level"] == "read_committed" else 0,
             cfg["check_crcs"], cfg["key_deserializer"], cfg["value_deserializer"]))
-        self._coordinator: ConsumerCoordinator | None = None
+        self._consumer_membership: ConsumerMembership | None = None
         self._membership: GroupMembership | None = None
         self._heartbeat_thread: HeartbeatThread | None = None
         if cfg["group_id"] is not None:
-            self._coordinator = ConsumerCoordinator(
+            self._consumer_membership = ConsumerMembership(
                 self._subscription, resolve_assignors(cfg["partition_assignment_strategy"]), self._listener_calls,
                 cfg["enable_auto_commit"], cfg["auto_commit_interval_ms"])
             self._membership = GroupMembership(self._client, self._clock, GroupConfig(
                 cfg["group_id"], cfg["group_instance_id"], cfg["session_timeout_ms"], cfg["max_poll_interval_ms"],
-                cfg["heartbeat_interval_ms"], cfg["retry_backoff_ms"], cfg["request_timeout_ms"]), self._coordinator)
-            self._coordinator.membership = self._membership
-            self._coordinator.drop_fetched = lambda: self._fetcher.drop_buffered(set())
+                cfg["heartbeat_interval_ms"], cfg["retry_backoff_ms"], cfg["request_timeout_ms"]), self._consumer_membership)
+            self._consumer_membership.membership = self._membership
+            self._consumer_membership.drop_fetched = lambda: self._fetcher.drop_buffered(set())
         self._iterator: Iterator[ConsumerRecord] | None = None
         if topics:
             self.subscribe(list(topics))
@@ -88,7 +88,7 @@ class GroupConsumer:
     def subscribe(self, topics: Iterable[str] | str = (), pattern: str | None = None, listener: Any = None) -> None:
         with self._ownership.acquired():
             self._ensure_open()
-            if self._coordinator is None:
+            if self._consumer_membership is None:
                 raise IllegalStateError("subscribe() needs a group_id; use assign() without one")
             names = [topics] if isinstance(topics, str) else list(topics)
             if bool(names) == bool(pattern):
@@ -151,7 +151,7 @@ class GroupConsumer:
     def _poll_records(self, timer: Timer, limit: int, delivered: bool) -> Records:
         while True:
             self._raise_pending()
-            ready = self._poll_coordinator(timer)
+            ready = self._poll_group(timer)
             if ready and self._positions_known_in_time(timer):
                 records = self._fetcher.fetched_records(limit, delivered)
                 self._fetcher.send_fetches()
@@ -173,15 +173,15 @@ class GroupConsumer:
             if error is not None:
                 raise error
 
-    def _poll_coordinator(self, timer: Timer) -> bool:
+    def _poll_group(self, timer: Timer) -> bool:
         """Metadata, group membership, auto-commit; True when partitions can be fetched."""
         self._client.maybe_update_metadata()
-        coordinator, membership = self._coordinator, self._membership
-        if coordinator is not None:
-            coordinator.invoke_completed_commit_callbacks()
-        if coordinator is None or membership is None or not self._subscription.is_group_subscribed():
-            if coordinator is not None:
-                coordinator.maybe_auto_commit(self._clock.monotonic_ms())
+        group, membership = self._consumer_membership, self._membership
+        if group is not None:
+            group.invoke_completed_commit_callbacks()
+        if group is None or membership is None or not self._subscription.is_group_subscribed():
+            if group is not None:
+                group.maybe_auto_commit(self._clock.monotonic_ms())
             return True
         now = self._clock.monotonic_ms()
         # every turn of the poll loop counts as polling (Java's pollHeartbeat), so one long
@@ -194,8 +194,8 @@ class GroupConsumer:
                 membership.request_rejoin(f"the pattern now matches {sorted(self._subscription.topics)}")
         if not self._wait_for_topic_metadata(timer):
             return False
-        if coordinator.metadata_changed_since_assignment():
-            coordinator.assigned_snapshot = None
+        if group.metadata_changed_since_assignment():
+            group.assigned_snapshot = None
             membership.request_rejoin("partition metadata changed since the last assignment")
         if membership.coordinator_unknown() and not membership.ensure_coordinator_ready(timer):
             return False  # Java's ConsumerCoordinator.poll: look the coordinator up on every poll
@@ -203,7 +203,7 @@ class GroupConsumer:
             if not membership.join_group_if_needed(timer):
                 return False
             self._start_heartbeat_thread()
-        coordinator.maybe_auto_commit(self._clock.monotonic_ms())
+        group.maybe_auto_commit(self._clock.monotonic_ms())
         return True
 
     def _wait_for_topic_metadata(self, timer: Timer) -> bool:
@@ -226,8 +226,8 @@ class GroupConsumer:
     def _on_poll_timeout(self) -> None:
         # runs on the heartbeat thread: drop the partitions before LeaveGroup goes out, so that no
         # other member can be assigned a partition this one still claims
-        assert self._coordinator is not None
-        self._coordinator.on_ownership_lost("poll() was not called within max_poll_interval_ms")
+        assert self._consumer_membership is not None
+        self._consumer_membership.on_ownership_lost("poll() was not called within max_poll_interval_ms")
 
     def _positions_known_in_time(self, timer: Timer) -> bool:
         """Inside poll(), running out of time while looking up positions is not an error: the
@@ -241,8 +241,8 @@ class GroupConsumer:
     def _update_fetch_positions(self, timer: Timer) -> None:
         missing = self._subscription.missing_positions()
         if missing:
-            if self._coordinator is not None:
-                committed = self._coordinator.fetch_committed(missing, timer)
+            if self._consumer_membership is not None:
+                committed = self._consumer_membership.fetch_committed(missing, timer)
                 for tp in missing:
                     found = committed.get(tp)
                     if not self._subscription.is_assigned(tp):
@@ -327,22 +327,22 @@ class GroupConsumer:
             return self._subscription.paused()
 
     # -- offsets -------------------------------------------------------------------------
-    def _group(self) -> ConsumerCoordinator:
-        if self._coordinator is None:
+    def _group(self) -> ConsumerMembership:
+        if self._consumer_membership is None:
             raise IllegalStateError("committing offsets needs a group_id")
-        return self._coordinator
+        return self._consumer_membership
 
     def commit(self, offsets: dict[TopicPartition, OffsetAndMetadata] | None = None, timeout_ms: int | None = None) -> None:
         with self._ownership.acquired():
             self._ensure_open()
-            coordinator = self._group()
+            group = self._group()
             if offsets is None:
                 self._check_still_member()
                 offsets = self._subscription.consumed_offsets()
             else:
                 offsets = _as_offsets(offsets)
-            coordinator.commit_sync(offsets, Timer(self._clock, timeout_ms))
-            coordinator.invoke_completed_commit_callbacks()
+            group.commit_sync(offsets, Timer(self._clock, timeout_ms))
+            group.invoke_completed_commit_callbacks()
 
     def _check_still_member(self) -> None:
         """A commit of "what was consumed" after the partitions were taken away outside a
@@ -358,9 +358,9 @@ class GroupConsumer:
                      callback: CommitCallback | None = None) -> RequestFuture[None]:
         with self._ownership.acquired():
             self._ensure_open()
-            coordinator = self._group()
+            group = self._group()
             offsets = self._subscription.consumed_offsets() if offsets is None else _as_offsets(offsets)
-            future = coordinator.commit_async(offsets, callback or self.config["default_offset_commit_callback"])
+            future = group.commit_async(offsets, callback or self.config["default_offset_commit_callback"])
             # send it now; a pending wakeup() is for the next blocking call, not for this one
             self._client.poll_until(None, Timer(self._clock, 0), wakeup=False)
             return future
@@ -468,18 +468,18 @@ class GroupConsumer:
                 return
             timer = Timer(self._clock, timeout_ms if timeout_ms is not None else 30000)
             try:
-                coordinator = self._coordinator
+                group = self._consumer_membership
                 # commit while the heartbeat thread still keeps the member in the group
-                if autocommit and coordinator is not None and self.config["enable_auto_commit"]:
+                if autocommit and group is not None and self.config["enable_auto_commit"]:
                     try:
-                        coordinator.commit_sync(self._subscription.consumed_offsets(), timer)
+                        group.commit_sync(self._subscription.consumed_offsets(), timer)
                     except Exception as exc:
                         log.warning("auto-commit on close failed: %s", exc)
-                if coordinator is not None:
+                if group is not None:
                     # async commits still on their way are answered before the member leaves
-                    for future in list(coordinator.in_flight_commits):
+                    for future in list(group.in_flight_commits):
                         self._client.poll_until(future, timer, wakeup=False)
-                    coordinator.invoke_completed_commit_callbacks()
+                    group.invoke_completed_commit_callbacks()
                 if self._heartbeat_thread is not None:
                     self._heartbeat_thread.shutdown()
                 self._leave_group("the consumer is closing")

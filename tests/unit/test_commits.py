@@ -15,7 +15,7 @@ from groupclient.consumer.subscription import SubscriptionState
 from groupclient.errors import (
     CommitFailedError, FatalGroupError, KafkaTimeoutError, RebalanceInProgressError, RequestFailedError,
 )
-from groupclient.consumer.consumer_coordinator import ConsumerCoordinator
+from groupclient.consumer.consumer_membership import ConsumerMembership
 from groupclient.member.member_state import MemberState
 from groupclient.member.membership import GroupMembership
 from groupclient.member.types import Generation, GroupConfig
@@ -42,13 +42,13 @@ def commit_answer(*errors: ErrorCode) -> Any:
 
 
 @pytest.fixture
-def stable() -> tuple[ConsumerCoordinator, ScriptedClient, FakeClock]:
+def stable() -> tuple[ConsumerMembership, ScriptedClient, FakeClock]:
     clock = FakeClock()
     net = ScriptedClient(clock)
     net.on(ApiKey.FIND_COORDINATOR, find_ok)
     subscription = SubscriptionState("earliest")
     subscription.subscribe({"t"}, None)
-    coordinator = ConsumerCoordinator(subscription, [RangeAssignor()], ListenerCalls(), False, 5000)
+    coordinator = ConsumerMembership(subscription, [RangeAssignor()], ListenerCalls(), False, 5000)
     membership = GroupMembership(net, clock, GroupConfig("g", None, 10000, 60000, 3000, 100, 30000),
                                  coordinator)
     coordinator.membership = membership

@@ -9,7 +9,7 @@ from kafka.structs import TopicPartition
 
 from groupclient.assignors import RangeAssignor
 from groupclient.clock import FakeClock, Timer
-from groupclient.consumer.consumer_coordinator import ConsumerCoordinator
+from groupclient.consumer.consumer_membership import ConsumerMembership
 from groupclient.consumer.listener import ListenerCalls
 from groupclient.consumer.subscription import SubscriptionState
 from groupclient.errors import ProtocolError
@@ -27,13 +27,13 @@ from .test_membership import find_ok, heartbeat_answer, join_answer, sync_answer
 E = ErrorCode
 
 
-def consumer_member(clock: FakeClock) -> tuple[ConsumerCoordinator, GroupMembership, ScriptedClient]:
+def consumer_member(clock: FakeClock) -> tuple[ConsumerMembership, GroupMembership, ScriptedClient]:
     net = ScriptedClient(clock)
     net.on(ApiKey.FIND_COORDINATOR, find_ok)
     net.metadata.leaders = {"t": {0: 0, 1: 0}}
     subscription = SubscriptionState("earliest")
     subscription.subscribe({"t"}, None)
-    coordinator = ConsumerCoordinator(subscription, [RangeAssignor()], ListenerCalls(), False, 5000)
+    coordinator = ConsumerMembership(subscription, [RangeAssignor()], ListenerCalls(), False, 5000)
     membership = GroupMembership(net, clock, GroupConfig("g", None, 10000, 60000, 3000, 100, 30000), coordinator)
     coordinator.membership = membership
     return coordinator, membership, net

@@ -36,7 +36,7 @@ T = TypeVar("T")
 CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata], Exception | None], Any]
 
 
-class ConsumerCoordinator:
+class ConsumerMembership:
     def __init__(self, subscription: SubscriptionState, assignors: list[PartitionAssignor],
                  listener_calls: ListenerCalls, enable_auto_commit: bool, auto_commit_interval_ms: int) -> None:
         self.subscription = subscription
