@@ -198,7 +198,9 @@ class GroupConsumer:
             group.assigned_snapshot = None
             membership.request_rejoin("partition metadata changed since the last assignment")
         if membership.coordinator_unknown() and not membership.ensure_coordinator_ready(timer):
-            return False  # Java's ConsumerCoordinator.poll: look the coordinator up on every poll
+            # Java's ConsumerCoordinator.poll looks the coordinator up on every poll; meanwhile a
+            # stable member goes on fetching what it owns (its lease, checked above, says until when)
+            return membership.is_stable() and not membership.rejoin_needed_or_pending()
         if membership.rejoin_needed_or_pending():
             if not membership.join_group_if_needed(timer):
                 return False

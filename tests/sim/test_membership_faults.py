@@ -245,3 +245,24 @@ def test_commit_async_leaves_a_pending_wakeup_to_the_next_blocking_call(make_sim
     else:
         raise AssertionError("the wakeup was lost")
     consumer.close()
+
+
+def test_a_stable_member_goes_on_consuming_while_its_coordinator_is_looked_up(make_sim: Sim) -> None:
+    """Losing the coordinator does not stop consumption before the lease ends (as in Java, which
+    keeps fetching); the member rediscovers the coordinator meanwhile."""
+    sim = make_sim(topics={"t": 2})
+    sim.produce("t", 10)
+    a = sim.add_member("a", behaviour=Behaviour(poll_timeout_ms=200))
+    stable(sim)
+    assert sim.run_until(lambda: sum(len(v) for v in a.delivered.values()) == 10, 10_000)
+    sim.inject_fault(FaultRule(int(ApiKey.FIND_COORDINATOR), FaultKind.ERROR, count=1_000,
+                               error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
+    sim.inject_fault(FaultRule(int(ApiKey.HEARTBEAT), FaultKind.ERROR, error_code=ErrorCode.NOT_COORDINATOR))
+    assert sim.run_until(lambda: a.consumer._membership is not None and a.consumer._membership.coordinator_unknown(),
+                         5_000)
+    before = sum(len(v) for v in a.delivered.values())
+    sim.produce("t", 20)
+    sim.run_for(4_000)
+    assert sum(len(v) for v in a.delivered.values()) - before == 20
+    sim.core.faults.clear()
+    stable(sim)
