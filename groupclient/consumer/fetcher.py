@@ -19,12 +19,12 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsRespo
 from kafka.structs import TopicPartition
 
 from ..clock import Timer
-from ..errors import ConfigurationError, KafkaTimeoutError, RetriableError
+from ..errors import ConfigurationError, KafkaTimeoutError
 from ..network.transport import Transport
 from ..network.future import RequestFuture
 from ..protocol.apis import ApiKey
 from ..protocol.error_table import Action, action_for
-from ..protocol.errors import ErrorCode, error_name
+from ..protocol.errors import error_name
 from .records import decode_records
 from .subscription import SubscriptionState
 

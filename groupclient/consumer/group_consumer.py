@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from types import TracebackType
 from typing import Any
 
@@ -201,10 +201,11 @@ class GroupConsumer:
             # Java's ConsumerCoordinator.poll looks the coordinator up on every poll; meanwhile a
             # stable member goes on fetching what it owns (its lease, checked above, says until when)
             return membership.is_stable() and not membership.rejoin_needed_or_pending()
-        if membership.rejoin_needed_or_pending():
-            if not membership.join_group_if_needed(timer):
-                return False
-            self._start_heartbeat_thread()
+        # started before the first join, as Java does: a member waiting for its assignment
+        # heartbeats too, and reads answers while the application is away
+        self._start_heartbeat_thread()
+        if membership.rejoin_needed_or_pending() and not membership.join_group_if_needed(timer):
+            return False
         group.maybe_auto_commit(self._clock.monotonic_ms())
         return True
 

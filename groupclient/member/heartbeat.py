@@ -65,11 +65,14 @@ class Heartbeat:
         self.heartbeat_failed = True
         self.in_flight = False
 
-    def joined(self, joined_at: int) -> None:
-        """A SyncGroup answer gave the member its assignment; the lease starts from when the
-        JoinGroup that led to it was sent (the coordinator counted the member from then on)."""
-        self.session_anchor = self.stable_anchor = joined_at
-        self.last_sent = joined_at
+    def joined(self, sync_sent_at: int) -> None:
+        """A SyncGroup answer gave the member its assignment.  The coordinator restarted the
+        member's session when it answered, and no later rebalance can have begun before it
+        processed the SyncGroup, so the lease runs from when the SyncGroup was sent (or from a
+        later answered heartbeat)."""
+        self.session_anchor = max(self.session_anchor, sync_sent_at)
+        self.stable_anchor = max(self.stable_anchor, sync_sent_at)
+        self.last_sent = sync_sent_at
         self.heartbeat_failed = False
         self.in_flight = False
 

@@ -62,7 +62,7 @@ class GroupMembership:
         self.prepared_for_join = False
         self._join_future: RequestFuture[bytes] | None = None
         self._find_future: RequestFuture[int] | None = None
-        self._join_sent_at = 0
+        self._sync_sent_at = 0
 
     # -- state ---------------------------------------------------------------------------
     def _transition(self, target: MemberState, why: str) -> None:
@@ -242,6 +242,8 @@ class GroupMembership:
             if future.succeeded():
                 generation = self.current_generation()
                 self.prepared_for_join = False
+                if self._assignment_came_too_late():
+                    continue
                 try:
                     self.hooks.on_join_complete(generation, future.value)
                 except ProtocolError as unusable:
@@ -263,6 +265,18 @@ class GroupMembership:
             self.client.sleep(self.config.retry_backoff_ms, timer)
             if timer.expired():
                 return False
+        return True
+
+    def _assignment_came_too_late(self) -> bool:
+        """An assignment read only after its lease ended (its answer lay unread while the
+        application did not poll) may already belong to others: rejoin instead of using it."""
+        with self._lock:
+            if self.state is not MemberState.STABLE or not self.heartbeat.lease_expired(self.clock.monotonic_ms()):
+                return False
+            reason = "the assignment was read only after the session could have expired"
+            self._transition(MemberState.UNJOINED, reason)
+            self.rejoin_reason = self.rejoin_reason or reason
+        log.warning("group %s: %s; rejoining", self.config.group_id, reason)
         return True
 
     def _initiate_join_group(self) -> RequestFuture[bytes]:
@@ -288,8 +302,6 @@ class GroupMembership:
         # the coordinator holds a JoinGroup for up to the rebalance timeout
         timeout = max(cfg.request_timeout_ms, cfg.rebalance_timeout_ms + 5000)
         log.info("group %s: joining (%s)", cfg.group_id, reason)
-        with self._lock:
-            self._join_sent_at = self.clock.monotonic_ms()
         future = self.send_to_coordinator(JoinGroupRequest, JoinGroupResponse, build, timeout)
         joined: RequestFuture[bytes] = future.compose(lambda r, f: self._handle_join(r, f, sent))
         joined.add_errback(lambda exc: self._on_join_failed(exc))
@@ -350,6 +362,10 @@ class GroupMembership:
                                     protocol_type=PROTOCOL_TYPE, protocol_name=sent.protocol_name,
                                     assignments=entries)
 
+        with self._lock:
+            # the coordinator restarts this member's session when it answers the SyncGroup, so the
+            # lease of the assignment that comes back runs from here
+            self._sync_sent_at = self.clock.monotonic_ms()
         future = self.send_to_coordinator(SyncGroupRequest, SyncGroupResponse, build)
         return future.compose(lambda r, f: self._handle_sync(r, f, sent))
 
@@ -360,7 +376,7 @@ class GroupMembership:
             current = self.generation == sent and self.state is MemberState.COMPLETING_REBALANCE
             if action is Action.NONE and current:
                 self._transition(MemberState.STABLE, f"received the assignment of generation {sent.generation_id}")
-                self.heartbeat.joined(self._join_sent_at)
+                self.heartbeat.joined(self._sync_sent_at)
             elif action is Action.RESET_MEMBER and self.generation == sent:
                 self.generation = NO_GENERATION
             elif action is Action.RESET_GENERATION and self.generation == sent:

@@ -21,16 +21,24 @@ class ClusterMetadata:
     last_refresh_ms: int = -(2**62)
     need_update: bool = True
     version: int = 0  # bumped by each update, so waiters can tell one happened
+    # a topic answered with an error is asked about again, after a backoff that doubles up to
+    # the max (Java's retry.backoff.ms / retry.backoff.max.ms), not only at metadata_max_age_ms
+    retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1000
+    _retry_at: int = -(2**62)
+    _failed_refreshes: int = 0
 
     def request_update(self) -> None:
         self.need_update = True
+        self._retry_at = -(2**62)
 
     def needs_update(self, now: int) -> bool:
-        return self.need_update or now - self.last_refresh_ms >= self.metadata_max_age_ms
+        return (self.need_update and now >= self._retry_at) or now - self.last_refresh_ms >= self.metadata_max_age_ms
 
     def update(self, response: Any, now: int, complete: bool) -> None:
         """Apply a Metadata response; ``complete`` means it listed every topic."""
-        self.brokers = {b.node_id: (b.host, b.port) for b in response.brokers}
+        if response.brokers:  # an answer listing no broker at all cannot be the cluster's view
+            self.brokers = {b.node_id: (b.host, b.port) for b in response.brokers}
         self.cluster_id = response.cluster_id
         if complete:
             self.leaders.clear()
@@ -45,7 +53,14 @@ class ClusterMetadata:
             if topic.is_internal:
                 self.internal_topics.add(topic.name)
         self.last_refresh_ms = now
-        self.need_update = False
+        if any(t.error_code for t in response.topics):
+            self._failed_refreshes += 1
+            backoff = self.retry_backoff_ms * 2 ** min(self._failed_refreshes - 1, 16)
+            self._retry_at = now + min(backoff, self.retry_backoff_max_ms)
+            self.need_update = True
+        else:
+            self._failed_refreshes = 0
+            self.need_update = False
         self.version += 1
 
     def partitions_for_topic(self, topic: str) -> set[int] | None:

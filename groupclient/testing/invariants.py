@@ -5,7 +5,11 @@
    of what it may no longer own.
 2. **Removed members let go.**  A member the coordinator no longer has in the group owns nothing
    once its own session timeout has passed since the removal.
-3. **Generations only grow** on the coordinator, across coordinator moves too.
+3. **Generations only grow**: on a coordinator, in memory; and the generation stored when a
+   SyncGroup completes, across coordinator moves too.  (A rebalance whose assignment was never
+   stored is not durable: after a coordinator move its generation number is used again, as in
+   Kafka, which also stores the group only when the leader's SyncGroup completes.  No member can
+   have an assignment of such a generation, since SyncGroup answers go out after the store.)
 4. **Committed offsets never go backwards.**
 5. **Nothing committed that was not delivered.**  For each partition, every offset below the
    committed one was handed to some member's application (no record skipped, i.e. lost).
@@ -30,7 +34,9 @@ class InvariantViolation(AssertionError):
 class Invariants:
     def __init__(self, sim: GroupSimulation) -> None:
         self.sim = sim
-        self.max_generation = -1
+        self.max_generation = -1  # of the group as loaded now on its coordinator
+        self.loaded: object | None = None  # that group object (one per load, per coordinator move)
+        self.max_stored_generation = -1
         self.committed: dict[TopicPartition, int] = {}
         self.orphaned_since: dict[str, int] = {}  # member name -> when the coordinator dropped it
         self.checks = 0
@@ -85,12 +91,20 @@ class Invariants:
                           f"stopped counting it as a member (session timeout {session} ms)")
 
     def _generations_grow(self) -> None:
-        group = self.sim.coordinator_group()
-        if group is None:
-            return
-        if group.generation_id < self.max_generation:
-            self.fail(f"generation went back from {self.max_generation} to {group.generation_id}")
-        self.max_generation = group.generation_id
+        sim = self.sim
+        group = sim.coordinator_group()
+        if group is not None:
+            if group is not self.loaded:
+                self.loaded, self.max_generation = group, group.generation_id
+            elif group.generation_id < self.max_generation:
+                self.fail(f"generation went back from {self.max_generation} to {group.generation_id}")
+            self.max_generation = group.generation_id
+        stored = sim.core.group_store.groups.get(sim.group_id)
+        if stored is not None:
+            if stored.generation_id < self.max_stored_generation:
+                self.fail(f"the stored generation went back from {self.max_stored_generation} to "
+                          f"{stored.generation_id}")
+            self.max_stored_generation = stored.generation_id
 
     def _commits(self) -> None:
         sim = self.sim

@@ -64,10 +64,11 @@ class Schedule:
     seed: int
     members: int
     nodes: int
+    static: bool = False  # members have a group_instance_id (KIP-345)
     steps: list[Step] = field(default_factory=list)
 
     def __str__(self) -> str:
-        head = f"seed {self.seed}: {self.members} members, {self.nodes} nodes"
+        head = f"seed {self.seed}: {self.members} {'static' if self.static else 'dynamic'} members, {self.nodes} nodes"
         return "\n  ".join([head, *map(str, self.steps)])
 
 
@@ -106,15 +107,19 @@ def random_schedule(seed: int, *, min_members: int = 3, max_members: int = 6, fa
                              delay_ms=rng.choice((500, 5_000, 15_000)))
             steps.append(Step(at, "fault", fault=rule))
     steps.sort(key=lambda s: s.at_ms)
+    schedule.static = rng.random() < 0.25  # drawn last, so that seeds keep the steps they had
     return schedule
 
 
-def apply_step(sim: GroupSimulation, step: Step, nodes_down: dict[int, int]) -> None:
+def apply_step(sim: GroupSimulation, schedule: Schedule, step: Step, nodes_down: dict[int, int]) -> None:
     name = step.member
     member = sim.members.get(name)
     if step.action == "join":
         if member is None or not member.alive:
-            sim.add_member(name)
+            if schedule.static:
+                sim.add_member(name, group_instance_id=f"instance-{name}")
+            else:
+                sim.add_member(name)
     elif step.action in ("crash", "leave", "pause", "stall", "cut"):
         if member is None or not member.alive:
             return
@@ -162,14 +167,14 @@ def run_schedule(schedule: Schedule, *, settle_ms: int = 120_000, **sim_settings
                     sim.start_node(node_id)
                 if sim.now >= target:
                     break
-            apply_step(sim, step, nodes_down)
+            apply_step(sim, schedule, step, nodes_down)
         for node_id in list(nodes_down):
             sim.run_for(max(nodes_down.pop(node_id) - sim.now, 0))
             sim.start_node(node_id)
         sim.core.faults.clear()
         if not sim.run_until(sim.converged, settle_ms):
             raise AssertionError(f"seed {schedule.seed}: no convergence {settle_ms} ms after the last fault\n"
-                                 f"{schedule}\nlast events:\n  " + "\n  ".join(sim.log[-15:]))
+                                 f"{schedule}\nthen:\n  {sim.describe()}")
     except BaseException:
         sim.close()
         raise

@@ -224,6 +224,19 @@ class GroupSimulation:
         wanted = self.partitions(sorted({t for m in live for t in m.topics}))
         return len(owned) == len(set(owned)) and set(owned) == wanted
 
+    def describe(self) -> str:
+        """The coordinator's view and each live member's, for failure messages."""
+        group = self.coordinator_group()
+        lines = [f"t={self.now} coordinator: " + (
+            "none" if group is None else
+            f"{group.state.value} generation {group.generation_id} members {sorted(group.members)}")]
+        for member in self.live_members():
+            meta = member.consumer.group_metadata()
+            lines.append(f"{member.name}: {meta.state} generation {meta.generation_id} member {meta.member_id} "
+                         f"owns {sorted(f'{tp.topic}-{tp.partition}' for tp in member.owned())} "
+                         f"errors {[repr(e) for _, e in member.errors[-3:]]}")
+        return "\n  ".join(lines)
+
     def close(self) -> None:
         """Crash whatever still runs, so no thread outlives the simulation."""
         for name, member in self.members.items():

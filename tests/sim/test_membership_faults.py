@@ -266,3 +266,32 @@ def test_a_stable_member_goes_on_consuming_while_its_coordinator_is_looked_up(ma
     assert sum(len(v) for v in a.delivered.values()) - before == 20
     sim.core.faults.clear()
     stable(sim)
+
+
+def test_a_leader_that_assigned_without_metadata_refreshes_it_and_rebalances(make_sim: Sim) -> None:
+    """Found by the random schedules: Metadata answered with a topic error just before the leader
+    assigns; the leader assigned nothing for that topic and, its metadata never retried before
+    metadata_max_age_ms, the group sat stable with no partitions for 5 minutes."""
+    sim = make_sim()
+    leader = driver_consumer(sim, "a")
+    leader.subscribe(["t"])
+    for _ in range(60):
+        if leader.assignment():
+            break
+        leader.poll(500)
+    assert leader.assignment() == sim.partitions()
+    sim.inject_fault(FaultRule(int(ApiKey.METADATA), FaultKind.ERROR, count=10,
+                               error_code=ErrorCode.UNKNOWN_SERVER_ERROR))
+    leader._client.metadata.request_update()
+    for _ in range(20):  # a metadata refresh that gets the error: "t" is unavailable to the leader now
+        leader.poll(200)
+        if "t" in leader._client.metadata.unavailable:
+            break
+    assert "t" in leader._client.metadata.unavailable
+    sim.add_member("b")
+    for _ in range(60):
+        leader.poll(500)
+        if sim.converged():
+            break
+    assert sim.converged(), sim.describe()
+    leader.close()

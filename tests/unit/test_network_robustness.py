@@ -596,7 +596,21 @@ def test_a_metadata_answer_with_an_unknown_code_is_applied_by_the_client(
     client.set_topics({"ok", "future"})
     refresh_metadata(client, stream, metadata_answer([(1, *BROKER)], [("ok", 0), ("future", 999)]))
     assert client.metadata.unavailable == {"future": 999} and client.metadata.topics() == {"ok"}
-    assert not client.metadata.need_update
+    # applied; the errored topic is asked about again after the backoff, not at once
+    now = client.clock.monotonic_ms()
+    assert not client.metadata.needs_update(now) and client.metadata.needs_update(now + 100)
+
+
+def test_metadata_retries_errored_topics_with_a_doubling_backoff() -> None:
+    metadata = ClusterMetadata(300000)
+    answer = metadata_answer([(1, *BROKER)], [("t", 5)])
+    retry_at = []
+    for now in (0, 1000, 2000, 3000, 4000, 5000):
+        metadata.update(answer, now, complete=False)
+        retry_at.append(next(t for t in range(now, now + 2000) if metadata.needs_update(t)) - now)
+    assert retry_at == [100, 200, 400, 800, 1000, 1000]
+    metadata.update(metadata_answer([(1, *BROKER)], [("t", 0)]), 6000, complete=False)
+    assert not metadata.needs_update(6001) and not metadata.unavailable
 
 
 def test_a_connection_alone_survives_bad_bytes() -> None:
