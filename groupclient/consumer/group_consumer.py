@@ -61,7 +61,7 @@ class GroupConsumer:
         self._client = NetworkClient(NetworkConfig(
             bootstrap, cfg["client_id"], cfg["request_timeout_ms"], cfg["reconnect_backoff_ms"],
             cfg["reconnect_backoff_max_ms"], cfg["max_in_flight_requests_per_connection"],
-            cfg["metadata_max_age_ms"], cfg["allow_auto_create_topics"]), self._clock, io=io)
+            cfg["metadata_max_age_ms"], cfg["allow_auto_create_topics"], cfg["retry_backoff_ms"]), self._clock, io=io)
         self._subscription = SubscriptionState(cfg["auto_offset_reset"])
         self._listener_calls = ListenerCalls()
         self._fetcher = Fetcher(self._client, self._subscription, FetchConfig(

@@ -37,6 +37,7 @@ class NetworkConfig:
     max_in_flight_requests_per_connection: int = 5
     metadata_max_age_ms: int = 300000
     allow_auto_create_topics: bool = True
+    retry_backoff_ms: int = 100  # the first wait before asking again about a topic that errored
 
 
 def parse_bootstrap(servers: str | list[str]) -> list[tuple[str, int]]:
@@ -63,7 +64,7 @@ class NetworkClient:
                  io: IOBackend | None = None) -> None:
         self.config = config
         self.clock = clock
-        self.metadata = ClusterMetadata(config.metadata_max_age_ms)
+        self.metadata = ClusterMetadata(config.metadata_max_age_ms, retry_backoff_ms=config.retry_backoff_ms)
         self._rng = rng or random.Random()
         self._lock = threading.Lock()
         self._io: IOBackend = io or SocketIO()

@@ -56,7 +56,7 @@ class ClusterMetadata:
         if any(t.error_code for t in response.topics):
             self._failed_refreshes += 1
             backoff = self.retry_backoff_ms * 2 ** min(self._failed_refreshes - 1, 16)
-            self._retry_at = now + min(backoff, self.retry_backoff_max_ms)
+            self._retry_at = now + min(backoff, max(self.retry_backoff_max_ms, self.retry_backoff_ms))
             self.need_update = True
         else:
             self._failed_refreshes = 0
