@@ -26,6 +26,17 @@ def driver_consumer(sim: GroupSimulation, name: str, **configs: object) -> Group
     return sim.consumer(name, **configs)
 
 
+def consuming(make_sim: Sim, partitions: int, records: int, name: str,
+              **configs: object) -> tuple[GroupSimulation, GroupConsumer, list[int]]:
+    """A simulation with one topic of ``records`` records and a driven consumer that has polled
+    its first batch (whose offsets come back too)."""
+    sim = make_sim(topics={"t": partitions})
+    sim.produce("t", records)
+    consumer = driver_consumer(sim, name, **configs)
+    consumer.subscribe(["t"])
+    return sim, consumer, first_records(consumer)
+
+
 def first_records(consumer: GroupConsumer, polls: int = 60) -> list[int]:
     """Poll (a bounded number of times) until a batch comes; its offsets."""
     for _ in range(polls):
@@ -52,11 +63,7 @@ def test_iteration_commits_only_what_it_yielded(make_sim: Sim) -> None:
 
 
 def test_poll_then_close_commits_what_poll_returned(make_sim: Sim) -> None:
-    sim = make_sim(topics={"t": 1})
-    sim.produce("t", 30)
-    consumer = driver_consumer(sim, "p", enable_auto_commit=True, max_poll_records=10)
-    consumer.subscribe(["t"])
-    got = first_records(consumer)
+    sim, consumer, got = consuming(make_sim, 1, 30, "p", enable_auto_commit=True, max_poll_records=10)
     consumer.close()
     assert sim.committed() == {TopicPartition("t", 0): len(got)}
 
@@ -158,11 +165,7 @@ def test_subscribe_during_a_join_is_not_lost(make_sim: Sim) -> None:
 
 def test_commit_after_leaving_on_poll_timeout_fails(make_sim: Sim) -> None:
     """Defect 7: commit() after the member left on poll timeout raises CommitFailedError."""
-    sim = make_sim(topics={"t": 1})
-    sim.produce("t", 10)
-    consumer = driver_consumer(sim, "slow", enable_auto_commit=False, max_poll_interval_ms=12_000)
-    consumer.subscribe(["t"])
-    first_records(consumer)
+    sim, consumer, _ = consuming(make_sim, 1, 10, "slow", enable_auto_commit=False, max_poll_interval_ms=12_000)
     sim.run_for(20_000)  # the application does not poll: the heartbeat thread leaves the group
     try:
         consumer.commit()
@@ -176,11 +179,7 @@ def test_commit_after_leaving_on_poll_timeout_fails(make_sim: Sim) -> None:
 
 def test_a_short_poll_is_not_held_by_the_commit_before_a_rebalance(make_sim: Sim) -> None:
     """Defect 8: poll(100) does not wait for a slow auto-commit before rejoining."""
-    sim = make_sim(topics={"t": 2})
-    sim.produce("t", 20)
-    consumer = driver_consumer(sim, "c", enable_auto_commit=True)
-    consumer.subscribe(["t"])
-    first_records(consumer)
+    sim, consumer, _ = consuming(make_sim, 2, 20, "c", enable_auto_commit=True)
     sim.inject_fault(FaultRule(int(ApiKey.OFFSET_COMMIT), FaultKind.DELAY, delay_ms=20_000))
     consumer.enforce_rebalance("test")
     start = sim.now
@@ -217,11 +216,7 @@ def test_leaving_while_not_stable_reports_lost_partitions(make_sim: Sim) -> None
 
 def test_close_waits_for_async_commits_and_commits_before_leaving(make_sim: Sim) -> None:
     """Defect 10: close() lets in-flight async commits finish (their callbacks run) before leaving."""
-    sim = make_sim(topics={"t": 1})
-    sim.produce("t", 10)
-    consumer = driver_consumer(sim, "c", enable_auto_commit=False)
-    consumer.subscribe(["t"])
-    got = first_records(consumer)
+    sim, consumer, got = consuming(make_sim, 1, 10, "c", enable_auto_commit=False)
     answered: list[object] = []
     consumer.commit_async(callback=lambda offsets, error: answered.append(error))
     consumer.close()
@@ -231,11 +226,7 @@ def test_close_waits_for_async_commits_and_commits_before_leaving(make_sim: Sim)
 
 def test_commit_async_leaves_a_pending_wakeup_to_the_next_blocking_call(make_sim: Sim) -> None:
     """Defect 10: commit_async never raises WakeupError; the next poll() does."""
-    sim = make_sim(topics={"t": 1})
-    sim.produce("t", 5)
-    consumer = driver_consumer(sim, "w", enable_auto_commit=False)
-    consumer.subscribe(["t"])
-    first_records(consumer)
+    sim, consumer, _ = consuming(make_sim, 1, 5, "w", enable_auto_commit=False)
     consumer.wakeup()
     consumer.commit_async()
     try:
