@@ -130,10 +130,12 @@ class BrokerConnection:
                                      client_software_name="groupclient", client_software_version="0.1")
         self._enqueue(request, ApiVersionsResponse, now).add_errback(lambda exc: None)
 
-    def _on_api_versions(self, response: Any, now: int) -> list[Completion]:
-        if response.error_code == ErrorCode.UNSUPPORTED_VERSION and response.version > 0:  # KIP-511: retry lower
+    def _on_api_versions(self, response: Any, asked: int, now: int) -> list[Completion]:
+        if response.error_code == ErrorCode.UNSUPPORTED_VERSION and asked > 0:
+            # KIP-511: the refusal comes as v0 and names the broker's own range: ask again within
+            # it (and always lower than before, so this cannot loop)
             broker_max = next((k.max_version for k in response.api_keys or () if k.api_key == ApiKey.API_VERSIONS), 0)
-            retry = ApiVersionsRequest(version=min(broker_max, 3), client_software_name="groupclient",
+            retry = ApiVersionsRequest(version=max(0, min(broker_max, asked - 1)), client_software_name="groupclient",
                                        client_software_version="0.1")
             self._enqueue(retry, ApiVersionsResponse, now).add_errback(lambda exc: None)
             return []
@@ -237,7 +239,7 @@ class BrokerConnection:
                                                  f"response: {exc!r}"))
         self.in_flight.popleft()
         if entry.api_key == ApiKey.API_VERSIONS and self.state is ConnectionState.NEGOTIATING:
-            return [(entry.future, True, response)] + self._on_api_versions(response, now)
+            return [(entry.future, True, response)] + self._on_api_versions(response, entry.version, now)
         return [(entry.future, True, response)]
 
     def expire(self, now: int) -> list[Completion]:

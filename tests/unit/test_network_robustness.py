@@ -626,3 +626,23 @@ def test_a_connection_alone_survives_bad_bytes() -> None:
     failed = conn.on_readable(0)
     assert conn.state is ConnectionState.DISCONNECTED and stream.closed
     assert len(failed) == 1 and isinstance(failed[0][2], ProtocolError)
+
+
+def test_a_broker_without_our_api_versions_version_is_asked_again_lower() -> None:
+    """KIP-511: a broker that does not serve the ApiVersions version we asked answers v0 with
+    UNSUPPORTED_VERSION and its own range; the client asks again at that version and gets ready."""
+    client, io, _ = new_client()
+    client.ready(NODE)
+    client.poll(0)
+    stream = io.streams[0]
+    (_, asked, cid), = take_requests(stream)
+    assert asked == 3
+    refusal = ApiVersionsResponse(version=0, error_code=int(ErrorCode.UNSUPPORTED_VERSION), api_keys=[
+        ApiVersionsResponse.ApiVersion(api_key=int(ApiKey.API_VERSIONS), min_version=0, max_version=1)])
+    feed(client, stream, [frame(refusal, cid)])
+    client.poll(0)  # writes the second ApiVersions
+    (api_key, again, cid2), = take_requests(stream)
+    assert (api_key, again) == (ApiKey.API_VERSIONS, 1)
+    feed(client, stream, [frame(api_versions_answer(1), cid2)])
+    assert state(client, NODE) is ConnectionState.READY
+    client.close()
