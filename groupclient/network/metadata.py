@@ -44,6 +44,8 @@ class ClusterMetadata:
             self.leaders.clear()
             self.unavailable.clear()
         for topic in response.topics:
+            if topic.name is None:
+                continue  # answered by topic id only (v10+): this client asks by name
             if topic.error_code:
                 self.unavailable[topic.name] = int(topic.error_code)
                 self.leaders.pop(topic.name, None)

@@ -646,3 +646,12 @@ def test_a_broker_without_our_api_versions_version_is_asked_again_lower() -> Non
     feed(client, stream, [frame(api_versions_answer(1), cid2)])
     assert state(client, NODE) is ConnectionState.READY
     client.close()
+
+
+def test_a_metadata_topic_without_a_name_is_skipped() -> None:
+    """Metadata v10+ may answer a topic by id with a null name (UNKNOWN_TOPIC_ID): nothing to key it by."""
+    metadata = ClusterMetadata(300000)
+    answer = metadata_answer([(1, *BROKER)], [("ok", 0), ("gone", int(ErrorCode.UNKNOWN_TOPIC_ID))])
+    answer.topics[1].name = None
+    metadata.update(answer, 0, complete=False)
+    assert metadata.topics() == {"ok"} and None not in metadata.unavailable
