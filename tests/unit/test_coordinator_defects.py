@@ -1,22 +1,16 @@
 """Coordinator defects against Kafka's classic GroupCoordinator: join order, timer isolation,
-OffsetCommit validation order, GROUP_MAX_SIZE_REACHED, and connection hygiene on the node."""
+OffsetCommit validation order, GROUP_MAX_SIZE_REACHED (connection hygiene on the node is in
+tests/integration/test_coordinator_limits.py)."""
 
 from __future__ import annotations
 
 import logging
-import socket
-import time
-from collections.abc import Callable
 
 import pytest
-from kafka.protocol.consumer.group import JoinGroupRequest
-from kafka.protocol.metadata.metadata import MetadataRequest
 
-from groupclient.coordinator import EmbeddedCluster
 from groupclient.coordinator.group.offsets import OffsetToCommit, commit_offsets
 from groupclient.coordinator.group.timers import TimerQueue
 from groupclient.coordinator.storage.group_store import GroupSnapshot, GroupStore, MemberSnapshot
-from tests.integration.wire import WireClient
 
 from .group_harness import RANGE, Harness
 
@@ -147,98 +141,3 @@ def test_group_max_size_refusal_of_a_new_member_changes_nothing() -> None:
 
 
 # -- 6. connection hygiene on the node (real sockets) ------------------------------------------
-def _metadata_ok(client: WireClient) -> bool:
-    request = MetadataRequest(version=12, topics=None, allow_auto_topic_creation=False,
-                              include_topic_authorized_operations=False)
-    return bool(client.request(request).brokers)
-
-
-def _poll(condition: Callable[[], bool], timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return condition()
-
-
-def _closed_by_server(client: WireClient, timeout_s: float = 5.0) -> bool:
-    """True once the node closes the connection; False if it is still open after ``timeout_s``."""
-    client.sock.settimeout(timeout_s)
-    try:
-        return client.sock.recv(1) == b""
-    except socket.timeout:
-        return False
-    except ConnectionError:
-        return True
-
-
-def _admitted_connection(address: str, timeout_s: float = 10.0) -> WireClient:
-    """A new connection that gets answered, once the node has released a slot."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        client = WireClient(address, 5)
-        try:
-            if _metadata_ok(client):
-                return client
-        except OSError:  # closed at once: no slot free yet
-            pass
-        client.close()
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no connection to {address} admitted within {timeout_s} s")
-        time.sleep(0.02)
-
-
-@pytest.mark.integration
-@pytest.mark.parametrize("limit", ["max_connections", "max_connections_per_ip"])
-def test_connections_over_a_limit_are_closed_at_once(limit: str, caplog: pytest.LogCaptureFixture) -> None:
-    with EmbeddedCluster(nodes=1, group_initial_rebalance_delay_ms=0, **{limit: 2}) as cluster:
-        address = cluster.bootstrap_servers
-        kept = [WireClient(address, 5), WireClient(address, 5)]
-        extra = WireClient(address, 5)
-        try:
-            assert all(_metadata_ok(c) for c in kept)
-            with caplog.at_level(logging.WARNING):
-                assert _closed_by_server(extra)
-                assert _poll(lambda: any("refusing connection" in r.getMessage() for r in caplog.records))
-            assert all(_metadata_ok(c) for c in kept)  # the admitted ones are untouched
-            kept.pop().close()
-            kept.append(_admitted_connection(address))  # a freed slot is usable again
-        finally:
-            extra.close()
-            for c in kept:
-                c.close()
-
-
-@pytest.mark.integration
-def test_idle_connections_are_closed_and_busy_ones_kept() -> None:
-    with EmbeddedCluster(nodes=1, group_initial_rebalance_delay_ms=0, connections_max_idle_ms=300) as cluster:
-        idle, busy = WireClient(cluster.bootstrap_servers, 5), WireClient(cluster.bootstrap_servers, 5)
-        try:
-            assert _metadata_ok(idle) and _metadata_ok(busy)
-            started = time.monotonic()
-            for _ in range(8):  # a request every 100 ms keeps a connection open past 300 ms
-                time.sleep(0.1)
-                assert _metadata_ok(busy)
-            assert _closed_by_server(idle, timeout_s=5.0)
-            assert time.monotonic() - started < 5
-            assert _metadata_ok(busy)
-        finally:
-            idle.close()
-            busy.close()
-
-
-@pytest.mark.integration
-def test_a_request_held_longer_than_the_idle_timeout_is_not_idleness() -> None:
-    with EmbeddedCluster(nodes=1, group_initial_rebalance_delay_ms=800, connections_max_idle_ms=300) as cluster:
-        member = WireClient(cluster.bootstrap_servers, 5)
-        try:
-            started = time.monotonic()
-            joined = member.request(JoinGroupRequest(  # v3: answered when the 800 ms initial delay ends
-                version=3, group_id="held", session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
-                member_id="", protocol_type="consumer",
-                protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"m")]))
-            assert joined.error_code == 0 and time.monotonic() - started >= 0.8
-            assert _metadata_ok(member)  # still open: the idle clock starts at the answer
-        finally:
-            member.close()

@@ -1,17 +1,11 @@
-"""Offsets retention, the cleanup of Empty groups (KIP-211) and DeleteGroups (fake clock)."""
+"""Offsets retention, the cleanup of Empty groups (KIP-211) and DeleteGroups (fake clock; DeleteGroups
+over real sockets is in tests/integration/test_coordinator_limits.py)."""
 
 from __future__ import annotations
 
-import pytest
-from kafka.admin import KafkaAdminClient
-from kafka.protocol.consumer.group import JoinGroupRequest
-from kafka.structs import OffsetAndMetadata, TopicPartition
-
-from groupclient.coordinator import EmbeddedCluster
 from groupclient.coordinator.group.coordinator import LeavingMember
 from groupclient.coordinator.group.offsets import OffsetToCommit, commit_offsets
 from groupclient.coordinator.storage.group_store import CommittedOffset, GroupSnapshot, GroupStore
-from tests.integration.wire import WireClient
 
 from .group_harness import Harness
 
@@ -134,35 +128,3 @@ def test_a_deleted_group_can_be_used_again() -> None:
     (member,) = h.stable_group(1)
     assert member.generation_id == 1
     assert _commit(h, "g", 1, member.member_id) == "NONE"
-
-
-@pytest.mark.integration
-def test_delete_groups_over_the_wire_with_kafka_python() -> None:
-    with EmbeddedCluster(nodes=2, group_initial_rebalance_delay_ms=0) as cluster:
-        cluster.create_topic("t", 2)
-        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, request_timeout_ms=10_000)
-        member_connection: WireClient | None = None
-        try:
-            committed = admin.alter_group_offsets("idle-group", {TopicPartition("t", 0): OffsetAndMetadata(5, "", -1)})
-            assert [e.__name__ for e in committed.values()] == ["NoError"]
-            assert cluster.committed_offsets("idle-group") == {("t", 0): 5}
-            busy = cluster.coordinator_of("busy-group")
-            assert busy is not None
-            member_connection = WireClient(cluster.address_of(busy))
-            joined = member_connection.request(JoinGroupRequest(
-                version=3, group_id="busy-group", session_timeout_ms=30_000, rebalance_timeout_ms=30_000,
-                member_id="", protocol_type="consumer",
-                protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"m")]))
-            assert joined.error_code == 0
-            results = admin.delete_groups(["idle-group", "busy-group", "never-seen"])
-            assert results == {"idle-group": "OK", "busy-group": "NonEmptyGroupError",
-                               "never-seen": "GroupIdNotFoundError"}
-            assert cluster.committed_offsets("idle-group") == {}
-            assert cluster.describe_group("idle-group") is None
-            other = 1 - busy
-            wrong = admin.delete_groups(["busy-group"], group_coordinator_id=other)
-            assert wrong == {"busy-group": "NotCoordinatorError"}
-        finally:
-            if member_connection is not None:
-                member_connection.close()
-            admin.close()
