@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from collections.abc import Callable
 
 import pytest
 from kafka.admin import KafkaAdminClient
@@ -26,15 +25,6 @@ def _metadata_ok(client: WireClient) -> bool:
     return bool(client.request(request).brokers)
 
 
-def _poll(condition: Callable[[], bool], timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return condition()
-
-
 def _closed_by_server(client: WireClient, timeout_s: float = 5.0) -> bool:
     """True once the node closes the connection; False if it is still open after ``timeout_s``."""
     client.sock.settimeout(timeout_s)
@@ -46,20 +36,24 @@ def _closed_by_server(client: WireClient, timeout_s: float = 5.0) -> bool:
         return True
 
 
-def _admitted_connection(address: str, timeout_s: float = 10.0) -> WireClient:
+def _admitted_connection(cluster: EmbeddedCluster, timeout_s: float = 10.0) -> WireClient:
     """A new connection that gets answered, once the node has released a slot."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        client = WireClient(address, 5)
+    admitted: list[WireClient] = []
+
+    def try_once() -> bool:
+        client = WireClient(cluster.bootstrap_servers, 5)
         try:
             if _metadata_ok(client):
-                return client
+                admitted.append(client)
+                return True
         except OSError:  # closed at once: no slot free yet
             pass
         client.close()
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no connection to {address} admitted within {timeout_s} s")
-        time.sleep(0.02)
+        return False
+
+    if not cluster.wait_until(try_once, timeout_s, interval_s=0.02):
+        raise AssertionError(f"no connection admitted within {timeout_s} s")
+    return admitted[0]
 
 
 @pytest.mark.integration
@@ -73,10 +67,11 @@ def test_connections_over_a_limit_are_closed_at_once(limit: str, caplog: pytest.
             assert all(_metadata_ok(c) for c in kept)
             with caplog.at_level(logging.WARNING):
                 assert _closed_by_server(extra)
-                assert _poll(lambda: any("refusing connection" in r.getMessage() for r in caplog.records))
+                assert cluster.wait_until(lambda: any("refusing connection" in r.getMessage()
+                                                      for r in caplog.records), 10, interval_s=0.02)
             assert all(_metadata_ok(c) for c in kept)  # the admitted ones are untouched
             kept.pop().close()
-            kept.append(_admitted_connection(address))  # a freed slot is usable again
+            kept.append(_admitted_connection(cluster))  # a freed slot is usable again
         finally:
             extra.close()
             for c in kept:
@@ -91,6 +86,7 @@ def test_idle_connections_are_closed_and_busy_ones_kept() -> None:
             assert _metadata_ok(idle) and _metadata_ok(busy)
             started = time.monotonic()
             for _ in range(8):  # a request every 100 ms keeps a connection open past 300 ms
+                # real time on purpose: the node's idle timer is the thing under test
                 time.sleep(0.1)
                 assert _metadata_ok(busy)
             assert _closed_by_server(idle, timeout_s=5.0)
