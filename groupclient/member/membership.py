@@ -270,13 +270,22 @@ class GroupMembership:
     def _assignment_came_too_late(self) -> bool:
         """An assignment read only after its lease ended (its answer lay unread while the
         application did not poll) may already belong to others: rejoin instead of using it."""
+        reason = "the assignment was read only after the session could have expired"
+        if not self._end_expired_lease(self.clock.monotonic_ms(), reason):
+            return False
+        log.warning("group %s: %s; rejoining", self.config.group_id, reason)
+        return True
+
+    def _end_expired_lease(self, now: int, reason: str) -> bool:
+        """If the member is STABLE past its lease, go UNJOINED and ask for a rejoin; True if so.
+
+        Member id and generation are kept: if the coordinator still has this member, the rejoin
+        gets the same assignment back without a rebalance."""
         with self._lock:
-            if self.state is not MemberState.STABLE or not self.heartbeat.lease_expired(self.clock.monotonic_ms()):
+            if self.state is not MemberState.STABLE or not self.heartbeat.lease_expired(now):
                 return False
-            reason = "the assignment was read only after the session could have expired"
             self._transition(MemberState.UNJOINED, reason)
             self.rejoin_reason = self.rejoin_reason or reason
-        log.warning("group %s: %s; rejoining", self.config.group_id, reason)
         return True
 
     def _initiate_join_group(self) -> RequestFuture[bytes]:
@@ -428,15 +437,10 @@ class GroupMembership:
 
         The lease ends before the coordinator can have expired the member or completed a
         rebalance without it (see Heartbeat), so at no instant do two members own a partition."""
-        with self._lock:
-            if self.state is not MemberState.STABLE or not self.heartbeat.lease_expired(now):
-                return False
-            reason = (f"no heartbeat answered within the session timeout ({self.config.session_timeout_ms} ms) "
-                      "or rejoined within the rebalance timeout; the partitions may belong to others now")
-            # keep member id and generation: if the coordinator still has this member, the rejoin
-            # gets the same assignment back without a rebalance
-            self._transition(MemberState.UNJOINED, reason)
-            self.rejoin_reason = self.rejoin_reason or reason
+        reason = (f"no heartbeat answered within the session timeout ({self.config.session_timeout_ms} ms) "
+                  "or rejoined within the rebalance timeout; the partitions may belong to others now")
+        if not self._end_expired_lease(now, reason):
+            return False
         log.warning("group %s: %s", self.config.group_id, reason)
         self.hooks.on_ownership_lost(reason)
         self.mark_coordinator_dead("the ownership lease ran out")
