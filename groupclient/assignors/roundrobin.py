@@ -1,4 +1,7 @@
-"""Round robin: all partitions, sorted, dealt to members in turn (Kafka's RoundRobinAssignor)."""
+"""Round robin: all partitions, sorted, dealt to members in turn (Kafka's RoundRobinAssignor).
+
+Members that do not subscribe to a partition's topic are skipped for it, so non-uniform
+subscriptions work (each partition goes to the next subscriber of its topic in the ring)."""
 
 from __future__ import annotations
 
@@ -8,24 +11,24 @@ from collections.abc import Mapping
 from kafka.structs import TopicPartition
 
 from ..protocol.consumer_protocol import Assignment, Subscription
-from .base import PartitionAssignor, member_order
+from .base import ClusterView, PartitionAssignor, member_order
 
 
 class RoundRobinAssignor(PartitionAssignor):
     name = "roundrobin"
 
-    def assign(self, partitions_per_topic: Mapping[str, int],
-               subscriptions: Mapping[str, Subscription]) -> dict[str, Assignment]:
+    def assign(self, cluster: ClusterView, subscriptions: Mapping[str, Subscription]) -> dict[str, Assignment]:
         result: dict[str, list[TopicPartition]] = {m: [] for m in subscriptions}
         members = sorted(subscriptions, key=lambda m: member_order(m, subscriptions[m]))
+        topics_of = {m: set(subscriptions[m].topics) for m in members}
         ring = itertools.cycle(members)
-        for topic in sorted(partitions_per_topic):
-            if not any(topic in subscriptions[m].topics for m in members):
+        counts = cluster.partitions_per_topic
+        for topic in sorted(counts):
+            if not any(topic in topics_of[m] for m in members):
                 continue
-            for partition in range(partitions_per_topic[topic]):
-                # skip members that do not subscribe to this topic
+            for partition in range(counts[topic]):
                 member = next(ring)
-                while topic not in subscriptions[member].topics:
+                while topic not in topics_of[member]:
                     member = next(ring)
                 result[member].append(TopicPartition(topic, partition))
         return {m: Assignment(parts) for m, parts in result.items()}

@@ -13,6 +13,7 @@ DEFAULTS: dict[str, Any] = {
     "client_id": f"groupclient-{__version__}",
     "group_id": None,
     "group_instance_id": None,
+    "client_rack": None,
     "key_deserializer": None,
     "value_deserializer": None,
     "fetch_max_wait_ms": 500,
@@ -45,7 +46,7 @@ DEFAULTS: dict[str, Any] = {
 
 # kafka-python settings accepted so configurations carry over, but with no effect here.
 IGNORED = {
-    "api_version", "client_rack", "client_dns_lookup", "connections_max_idle_ms", "enable_incremental_fetch_sessions",
+    "api_version", "client_dns_lookup", "connections_max_idle_ms", "enable_incremental_fetch_sessions",
     "kafka_client", "metric_group_prefix", "metric_reporters", "metrics_enabled", "metrics_num_samples",
     "metrics_sample_window_ms", "receive_buffer_bytes", "receive_message_max_bytes", "selector", "send_buffer_bytes",
     "socket_options",
@@ -95,6 +96,8 @@ def build_config(configs: dict[str, Any]) -> dict[str, Any]:
             raise ConfigurationError("group_instance_id requires group_id")
         if not isinstance(config["group_instance_id"], str) or config["group_instance_id"] in ("", ".", ".."):
             raise ConfigurationError("group_instance_id must be a non-empty string other than '.' and '..'")
+    if config["client_rack"] is not None and (not isinstance(config["client_rack"], str) or not config["client_rack"]):
+        raise ConfigurationError(f"client_rack must be a non-empty string or None, not {config['client_rack']!r}")
     if config["group_id"] is not None and (not isinstance(config["group_id"], str) or not config["group_id"]):
         raise ConfigurationError("group_id must be a non-empty string or None")
     return config

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
-from ..assignors.base import PartitionAssignor, RebalanceProtocol, validate_assignment
+from ..assignors.base import ClusterView, PartitionAssignor, RebalanceProtocol, common_protocol, validate_assignment
 from ..clock import Timer
 from ..errors import (
     CommitFailedError, FatalGroupError, KafkaTimeoutError, ProtocolError, RebalanceInProgressError, RetriableError,
@@ -38,9 +38,13 @@ CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata], Exception | 
 
 class ConsumerMembership:
     def __init__(self, subscription: SubscriptionState, assignors: list[PartitionAssignor],
-                 listener_calls: ListenerCalls, enable_auto_commit: bool, auto_commit_interval_ms: int) -> None:
+                 listener_calls: ListenerCalls, enable_auto_commit: bool, auto_commit_interval_ms: int,
+                 client_rack: str | None = None) -> None:
         self.subscription = subscription
         self.assignors = assignors
+        # EAGER: give every partition up before each rebalance; COOPERATIVE: only those that move
+        self.protocol = common_protocol(assignors)
+        self.client_rack = client_rack
         self.listener_calls = listener_calls
         self.enable_auto_commit = enable_auto_commit
         self.auto_commit_interval_ms = auto_commit_interval_ms
@@ -52,6 +56,9 @@ class ConsumerMembership:
         self._prepare_commit: RequestFuture[None] | None = None
         self.in_flight_commits: set[RequestFuture[None]] = set()
         self.assigned_snapshot: dict[str, int] | None = None  # leader: partition counts it assigned with
+        # what the last JoinGroup said this member owns: a cooperative leader holds back those
+        # it moves elsewhere until this member rejoins without them
+        self._claimed: set[TopicPartition] = set()
         self.completed_commits: deque[tuple[CommitCallback, dict[TopicPartition, OffsetAndMetadata], Exception | None]] = deque()
 
     @property
@@ -61,12 +68,14 @@ class ConsumerMembership:
     # -- hooks for GroupMembership ---------------------------------------------------------
     def protocols(self) -> list[tuple[str, bytes]]:
         topics = set(self.subscription.topics)
+        # what this member owns now: nothing under EAGER (on_join_prepare gave it all up)
         owned = sorted(self.subscription.assigned())
+        self._claimed = set(owned)
         generation = self.membership.current_generation().generation_id
         result = []
         for assignor in self.assignors:
-            cooperative = assignor.rebalance_protocol is RebalanceProtocol.COOPERATIVE
-            sub = Subscription(sorted(topics), assignor.user_data(topics), owned if cooperative else [], generation)
+            sub = Subscription(sorted(topics), assignor.subscription_user_data(topics), owned, generation,
+                               rack_id=self.client_rack)
             result.append((assignor.name, encode_subscription(sub)))
         return result
 
@@ -82,7 +91,7 @@ class ConsumerMembership:
         for m in members:
             sub = decode_subscription(m.metadata)
             subscriptions[m.member_id] = Subscription(sub.topics, sub.user_data, sub.owned_partitions,
-                                                      sub.generation_id, m.group_instance_id)
+                                                      sub.generation_id, m.group_instance_id, sub.rack_id)
         group_topics = {t for s in subscriptions.values() for t in s.topics}
         self.subscription.group_topics = group_topics
         metadata = self.client.metadata
@@ -94,8 +103,12 @@ class ConsumerMembership:
                      sorted(missing))
             self.client.set_topics(self.subscription.topics | group_topics)
             self.client.metadata.request_update()
-        assignments = assignor.assign(counts, subscriptions)
-        validate_assignment(assignor, counts, subscriptions, assignments)
+        racks: dict[str, list[frozenset[str]]] = {}
+        if any(sub.rack_id for sub in subscriptions.values()):
+            racks = {t: r for t in counts if (r := metadata.partition_racks(t)) is not None}
+        cluster = ClusterView(counts, racks)
+        assignments = assignor.assign(cluster, subscriptions)
+        validate_assignment(assignor, cluster, subscriptions, assignments, self.protocol)
         self.assigned_snapshot = {t: counts.get(t, -1) for t in group_topics}
         return {m: encode_assignment(assignments.get(m, Assignment([]))) for m in subscriptions}
 
@@ -109,21 +122,35 @@ class ConsumerMembership:
         self.assigned_snapshot = {t: len(p) if (p := metadata.partitions_for_topic(t)) else -1 for t in group_topics}
 
     def on_join_prepare(self, generation: Generation, timer: Timer) -> bool:
+        """Before a JoinGroup (Java's onJoinPrepare): commit what the application was given, then
+        give partitions up: all of them under EAGER; under COOPERATIVE only those of topics no
+        longer subscribed, unless the generation was lost, when all of them are lost."""
         if self.enable_auto_commit and generation.generation_id >= 0:
             if not self._commit_before_rebalance(timer):
                 return False
         dropped = self.subscription.take_lost()  # already given up (poll timeout, lost lease)
         lost = bool(dropped) or generation.generation_id < 0
-        owned = self.subscription.assigned() | dropped
-        protocol = self._protocol_in_use(generation)
-        if protocol is RebalanceProtocol.COOPERATIVE and not lost:
-            return True  # cooperative members keep their partitions while rejoining (KIP-429)
+        owned = self.subscription.assigned()
+        if self.protocol is RebalanceProtocol.COOPERATIVE and not lost:
+            # cooperative members keep their partitions while rejoining (KIP-429), except those
+            # of topics they stopped subscribing to
+            gone = {tp for tp in owned if tp.topic not in self.subscription.topics}
+            if gone:
+                self.listener_calls.call("on_partitions_revoked", gone)
+                self.subscription.set_group_assignment(owned - gone)
+                self.drop_fetched()
+            return True
         self.subscription.set_group_assignment(set())
         self.drop_fetched()
         if owned:
             # lost: others may own them already, so the listener must not commit for them
             self.listener_calls.call("on_partitions_lost" if lost else "on_partitions_revoked", owned)
+        if dropped - owned:
+            self.listener_calls.call("on_partitions_lost", dropped - owned)
         return True
+
+    def owns_partitions(self) -> bool:
+        return bool(self.subscription.assigned())
 
     def on_ownership_lost(self, reason: str) -> None:
         lost = self.subscription.mark_lost()
@@ -131,14 +158,6 @@ class ConsumerMembership:
         if lost:
             log.warning("group %s: partitions %s are lost: %s", self.membership.config.group_id,
                         sorted(f"{tp.topic}-{tp.partition}" for tp in lost), reason)
-
-    def _protocol_in_use(self, generation: Generation) -> RebalanceProtocol:
-        if generation.protocol_name:
-            try:
-                return self._assignor(generation.protocol_name).rebalance_protocol
-            except ValueError:
-                pass
-        return RebalanceProtocol.EAGER
 
     def _commit_before_rebalance(self, timer: Timer) -> bool:
         """Commit what the application was given before giving partitions up; True once done
@@ -171,22 +190,35 @@ class ConsumerMembership:
         if unexpected:
             self.membership.request_rejoin(f"the assignment has partitions this member did not subscribe to: "
                                            f"{sorted(unexpected)}")
+        # taken away while rejoining (the lease ran out): the listener hears before the new ones
+        lost = self.subscription.take_lost()
+        if lost:
+            self.listener_calls.call("on_partitions_lost", lost)
         owned = self.subscription.assigned()
-        protocol = self._protocol_in_use(generation)
+        revoked = owned - partitions
+        if revoked:
+            # COOPERATIVE: the new generation gives these to nobody yet, so the listener may still
+            # commit for them; they are dropped right after and handed on in a follow-up rebalance
+            self.listener_calls.call("on_partitions_revoked", revoked)
         self.subscription.set_group_assignment(partitions)
-        try:
-            self._assignor(generation.protocol_name or "").on_assignment(assignment, generation.generation_id)
-        except ValueError:
-            pass
+        if revoked:
+            self.drop_fetched()
+        assignor = next((a for a in self.assignors if a.name == generation.protocol_name), None)
+        if assignor is not None:
+            try:
+                assignor.on_assignment(assignment, generation.generation_id)
+            except Exception as exc:
+                log.error("assignor %r failed in on_assignment: %r", assignor.name, exc)
         log.info("group %s generation %d: assigned %s", self.membership.config.group_id,
                  generation.generation_id, sorted(f"{tp.topic}-{tp.partition}" for tp in partitions))
-        if protocol is RebalanceProtocol.COOPERATIVE:
-            revoked = owned - partitions
-            if revoked:
-                self.listener_calls.call("on_partitions_revoked", revoked)
-                # partitions given up cooperatively are handed out in a follow-up rebalance
-                self.membership.request_rejoin("partitions were revoked in a cooperative rebalance")
+        if self.protocol is RebalanceProtocol.COOPERATIVE:
             self.listener_calls.call("on_partitions_assigned", partitions - owned)
+            handed_back = revoked | (self._claimed - partitions)
+            if handed_back:
+                # also when they were dropped already (lost lease): the leader held them back for
+                # this member's claim, and only a rejoin without them frees them
+                self.membership.request_rejoin(f"{len(handed_back)} partitions were revoked in a cooperative "
+                                               "rebalance; rejoining so that they are handed on")
         else:
             self.listener_calls.call("on_partitions_assigned", partitions)
         self.next_auto_commit_ms = self.membership.clock.monotonic_ms() + self.auto_commit_interval_ms
@@ -207,8 +239,12 @@ class ConsumerMembership:
         generation = self.membership.generation_if_stable()
         if generation is None:
             if self.subscription.is_group_subscribed():
+                if self.membership.rebalance_in_progress():
+                    # a cooperative member keeps consuming while the group rebalances (Java's answer)
+                    return RequestFuture.failed_with(RebalanceInProgressError(
+                        "the member is rebalancing: commit again once poll() has completed the rebalance"))
                 return RequestFuture.failed_with(CommitFailedError(
-                    "the member is rebalancing or not in the group; its partitions may have moved"))
+                    "the member is not in the group; its partitions may have moved"))
             generation = Generation()  # manual assignment: a "simple" commit
         cfg = self.membership.config
         by_topic: dict[str, list[Any]] = {}
@@ -300,6 +336,8 @@ class ConsumerMembership:
     def maybe_auto_commit(self, now: int) -> None:
         if not self.enable_auto_commit or now < self.next_auto_commit_ms:
             return
+        if self.subscription.is_group_subscribed() and self.membership.generation_if_stable() is None:
+            return  # rebalancing (a cooperative member consumes meanwhile): commit once it is done
         self.next_auto_commit_ms = now + self.auto_commit_interval_ms
         offsets = self.subscription.consumed_offsets()
         if offsets and not self.membership.coordinator_unknown():

@@ -17,6 +17,7 @@ from typing import Any
 from kafka.consumer.fetcher import ConsumerRecord
 from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
+from ..assignors.base import RebalanceProtocol
 from ..assignors.registry import resolve_assignors
 from ..clock import Clock, SystemClock, Timer
 from ..errors import CommitFailedError, ConfigurationError, IllegalStateError, KafkaTimeoutError
@@ -74,11 +75,13 @@ class GroupConsumer:
         if cfg["group_id"] is not None:
             self._consumer_membership = ConsumerMembership(
                 self._subscription, resolve_assignors(cfg["partition_assignment_strategy"]), self._listener_calls,
-                cfg["enable_auto_commit"], cfg["auto_commit_interval_ms"])
+                cfg["enable_auto_commit"], cfg["auto_commit_interval_ms"], cfg["client_rack"])
             self._membership = GroupMembership(self._client, self._clock, GroupConfig(
                 cfg["group_id"], cfg["group_instance_id"], cfg["session_timeout_ms"], cfg["max_poll_interval_ms"],
                 cfg["heartbeat_interval_ms"], cfg["retry_backoff_ms"], cfg["request_timeout_ms"]), self._consumer_membership)
             self._consumer_membership.membership = self._membership
+            self._membership.keeps_partitions_while_rejoining = \
+                self._consumer_membership.protocol is RebalanceProtocol.COOPERATIVE
             self._consumer_membership.drop_fetched = lambda: self._fetcher.drop_buffered(set())
         self._iterator: Iterator[ConsumerRecord] | None = None
         if topics:
@@ -204,8 +207,13 @@ class GroupConsumer:
         # started before the first join, as Java does: a member waiting for its assignment
         # heartbeats too, and reads answers while the application is away
         self._start_heartbeat_thread()
-        if membership.rejoin_needed_or_pending() and not membership.join_group_if_needed(timer):
-            return False
+        if membership.rejoin_needed_or_pending():
+            if group.protocol is RebalanceProtocol.COOPERATIVE and self._subscription.assigned():
+                # KIP-429: a cooperative member goes on consuming what it owns while the group
+                # rebalances; the join advances a step per turn of the poll loop
+                membership.join_group_if_needed(Timer(self._clock, 0))
+            elif not membership.join_group_if_needed(timer):
+                return False
         group.maybe_auto_commit(self._clock.monotonic_ms())
         return True
 

@@ -60,7 +60,12 @@ class HeartbeatThread:
         m = self.membership
         now = m.clock.monotonic_ms()
         if not m.heartbeat_enabled():
-            return IDLE_CHECK_MS  # the application thread drives joins
+            # the application thread drives joins; a cooperative member keeps its partitions
+            # meanwhile, so their lease is still watched here
+            if m.check_lease(now):
+                return m.config.retry_backoff_ms
+            lease = m.time_to_lease_end(now)
+            return IDLE_CHECK_MS if lease is None else max(1, min(IDLE_CHECK_MS, lease))
         if m.is_stable() and m.poll_timeout_expired(now):
             log.warning("group %s: poll() was not called within max_poll_interval_ms (%d ms); leaving the group",
                         m.config.group_id, m.config.rebalance_timeout_ms)

@@ -63,6 +63,10 @@ class GroupMembership:
         self._join_future: RequestFuture[bytes] | None = None
         self._find_future: RequestFuture[int] | None = None
         self._sync_sent_at = 0
+        self._join_sent_at = 0
+        # COOPERATIVE members keep their partitions while rejoining (KIP-429), so their lease
+        # runs in every state, not only while STABLE; set by the consumer
+        self.keeps_partitions_while_rejoining = False
 
     # -- state ---------------------------------------------------------------------------
     def _transition(self, target: MemberState, why: str) -> None:
@@ -125,6 +129,10 @@ class GroupMembership:
     def generation_and_state(self) -> tuple[Generation, MemberState]:
         with self._lock:
             return self.generation, self.state
+
+    def rebalance_in_progress(self) -> bool:
+        with self._lock:
+            return self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE)
 
     def generation_if_stable(self) -> Generation | None:
         with self._lock:
@@ -271,22 +279,32 @@ class GroupMembership:
         """An assignment read only after its lease ended (its answer lay unread while the
         application did not poll) may already belong to others: rejoin instead of using it."""
         reason = "the assignment was read only after the session could have expired"
-        if not self._end_expired_lease(self.clock.monotonic_ms(), reason):
-            return False
-        log.warning("group %s: %s; rejoining", self.config.group_id, reason)
-        return True
-
-    def _end_expired_lease(self, now: int, reason: str) -> bool:
-        """If the member is STABLE past its lease, go UNJOINED and ask for a rejoin; True if so.
-
-        Member id and generation are kept: if the coordinator still has this member, the rejoin
-        gets the same assignment back without a rebalance."""
         with self._lock:
-            if self.state is not MemberState.STABLE or not self.heartbeat.lease_expired(now):
+            if self.state is not MemberState.STABLE or not self.heartbeat.lease_expired(self.clock.monotonic_ms()):
                 return False
             self._transition(MemberState.UNJOINED, reason)
             self.rejoin_reason = self.rejoin_reason or reason
+        log.warning("group %s: %s; rejoining", self.config.group_id, reason)
+        # a cooperative member still holds its previous partitions: they may be others' now too
+        self.hooks.on_ownership_lost(reason)
         return True
+
+    def _end_expired_lease(self, now: int, reason: str) -> bool:
+        """If the member holds partitions past its lease, end the lease; True if so.
+
+        A STABLE member goes UNJOINED and asks for a rejoin; member id and generation are kept:
+        if the coordinator still has this member, the rejoin gets the same assignment back
+        without a rebalance.  A cooperative member that is rejoining keeps its join going and
+        only lets its partitions go (the caller drops them)."""
+        rejoining_owner = self.keeps_partitions_while_rejoining and self.hooks.owns_partitions()
+        with self._lock:
+            if not self.heartbeat.lease_expired(now):
+                return False
+            if self.state is MemberState.STABLE:
+                self._transition(MemberState.UNJOINED, reason)
+                self.rejoin_reason = self.rejoin_reason or reason
+                return True
+            return rejoining_owner
 
     def _initiate_join_group(self) -> RequestFuture[bytes]:
         if self._join_future is None:
@@ -311,6 +329,8 @@ class GroupMembership:
         # the coordinator holds a JoinGroup for up to the rebalance timeout
         timeout = max(cfg.request_timeout_ms, cfg.rebalance_timeout_ms + 5000)
         log.info("group %s: joining (%s)", cfg.group_id, reason)
+        with self._lock:
+            self._join_sent_at = self.clock.monotonic_ms()
         future = self.send_to_coordinator(JoinGroupRequest, JoinGroupResponse, build, timeout)
         joined: RequestFuture[bytes] = future.compose(lambda r, f: self._handle_join(r, f, sent))
         joined.add_errback(lambda exc: self._on_join_failed(exc))
@@ -330,6 +350,9 @@ class GroupMembership:
             stale = self.generation != sent or self.state is not MemberState.PREPARING_REBALANCE
             if action is Action.NONE and not stale:
                 self.generation = Generation(response.generation_id, response.member_id, response.protocol_name)
+                # in the new generation: the coordinator restarted the session when it completed
+                # the join, and any later rebalance begins after that
+                self.heartbeat.joined(self._join_sent_at)
                 self._transition(MemberState.COMPLETING_REBALANCE, f"joined generation {response.generation_id}")
             elif action is Action.RETRY_WITH_MEMBER_ID:
                 self.generation = Generation(-1, response.member_id)
@@ -427,23 +450,26 @@ class GroupMembership:
 
     def time_to_lease_end(self, now: int) -> int | None:
         """Until the ownership lease ends (None when the member holds no lease)."""
+        rejoining_owner = self.keeps_partitions_while_rejoining and self.hooks.owns_partitions()
         with self._lock:
-            if self.state is not MemberState.STABLE:
+            if self.state is not MemberState.STABLE and not rejoining_owner:
                 return None
             return max(0, self.heartbeat.lease_deadline() - now)
 
     def check_lease(self, now: int) -> bool:
-        """If the ownership lease ran out, give the partitions up now and rejoin; True if it did.
+        """If the ownership lease ran out, give the partitions up now (and rejoin); True if it did.
 
         The lease ends before the coordinator can have expired the member or completed a
         rebalance without it (see Heartbeat), so at no instant do two members own a partition."""
         reason = (f"no heartbeat answered within the session timeout ({self.config.session_timeout_ms} ms) "
                   "or rejoined within the rebalance timeout; the partitions may belong to others now")
+        was_stable = self.is_stable()
         if not self._end_expired_lease(now, reason):
             return False
         log.warning("group %s: %s", self.config.group_id, reason)
         self.hooks.on_ownership_lost(reason)
-        self.mark_coordinator_dead("the ownership lease ran out")
+        if was_stable:
+            self.mark_coordinator_dead("the ownership lease ran out")
         return True
 
     def send_heartbeat(self) -> RequestFuture[None]:

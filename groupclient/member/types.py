@@ -55,5 +55,8 @@ class GroupHooks(Protocol):
 
     def on_join_complete(self, generation: Generation, assignment: bytes) -> None: ...
 
+    def owns_partitions(self) -> bool:
+        """Whether the member holds any partition now (any thread)."""
+
     def on_ownership_lost(self, reason: str) -> None:
         """The partitions may belong to others already: drop them at once (any thread)."""

@@ -14,6 +14,9 @@ class ClusterMetadata:
     metadata_max_age_ms: int
     brokers: dict[int, tuple[str, int]] = field(default_factory=dict)
     leaders: dict[str, dict[int, int]] = field(default_factory=dict)  # topic -> partition -> leader
+    # for rack-aware assignment (KIP-881): each broker's rack, each partition's replica brokers
+    broker_racks: dict[int, str] = field(default_factory=dict)
+    replicas: dict[str, dict[int, list[int]]] = field(default_factory=dict)
     # topic -> the error code it came with: an int, as a broker may send codes newer than ErrorCode
     unavailable: dict[str, int] = field(default_factory=dict)
     internal_topics: set[str] = field(default_factory=set)
@@ -39,9 +42,11 @@ class ClusterMetadata:
         """Apply a Metadata response; ``complete`` means it listed every topic."""
         if response.brokers:  # an answer listing no broker at all cannot be the cluster's view
             self.brokers = {b.node_id: (b.host, b.port) for b in response.brokers}
+            self.broker_racks = {b.node_id: b.rack for b in response.brokers if getattr(b, "rack", None)}
         self.cluster_id = response.cluster_id
         if complete:
             self.leaders.clear()
+            self.replicas.clear()
             self.unavailable.clear()
         for topic in response.topics:
             if topic.name is None:
@@ -49,9 +54,11 @@ class ClusterMetadata:
             if topic.error_code:
                 self.unavailable[topic.name] = int(topic.error_code)
                 self.leaders.pop(topic.name, None)
+                self.replicas.pop(topic.name, None)
                 continue
             self.unavailable.pop(topic.name, None)
             self.leaders[topic.name] = {p.partition_index: p.leader_id for p in topic.partitions}
+            self.replicas[topic.name] = {p.partition_index: list(p.replica_nodes or ()) for p in topic.partitions}
             if topic.is_internal:
                 self.internal_topics.add(topic.name)
         self.last_refresh_ms = now
@@ -72,6 +79,14 @@ class ClusterMetadata:
     def leader_for(self, topic: str, partition: int) -> int | None:
         leader = self.leaders.get(topic, {}).get(partition)
         return None if leader is None or leader < 0 else leader
+
+    def partition_racks(self, topic: str) -> list[frozenset[str]] | None:
+        """The racks of each partition's replicas (index = partition), or None if unknown."""
+        replicas = self.replicas.get(topic)
+        if replicas is None or not self.broker_racks:
+            return None
+        racks = self.broker_racks
+        return [frozenset(racks[n] for n in replicas.get(p, ()) if n in racks) for p in range(len(replicas))]
 
     def topics(self) -> set[str]:
         return set(self.leaders)

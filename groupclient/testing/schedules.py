@@ -66,10 +66,22 @@ class Schedule:
     nodes: int
     static: bool = False  # members have a group_instance_id (KIP-345)
     steps: list[Step] = field(default_factory=list)
+    # range | sticky | cooperative-sticky, or "upgrade": half the members on [cooperative-sticky,
+    # range] (eager) and half on [cooperative-sticky] (cooperative), as in a rolling upgrade
+    assignor: str = "range"
+
+    def strategy_for(self, member: str) -> list[str]:
+        if self.assignor != "upgrade":
+            return [self.assignor]
+        return ["cooperative-sticky"] if int(member[1:]) % 2 else ["cooperative-sticky", "range"]
 
     def __str__(self) -> str:
-        head = f"seed {self.seed}: {self.members} {'static' if self.static else 'dynamic'} members, {self.nodes} nodes"
+        head = (f"seed {self.seed}: {self.members} {'static' if self.static else 'dynamic'} members, "
+                f"{self.nodes} nodes, {self.assignor}")
         return "\n  ".join([head, *map(str, self.steps)])
+
+
+ASSIGNORS = ("range", "sticky", "cooperative-sticky", "cooperative-sticky", "upgrade")
 
 
 def random_schedule(seed: int, *, min_members: int = 3, max_members: int = 6, faults: int = 4,
@@ -108,6 +120,7 @@ def random_schedule(seed: int, *, min_members: int = 3, max_members: int = 6, fa
             steps.append(Step(at, "fault", fault=rule))
     steps.sort(key=lambda s: s.at_ms)
     schedule.static = rng.random() < 0.25  # drawn last, so that seeds keep the steps they had
+    schedule.assignor = rng.choice(ASSIGNORS)
     return schedule
 
 
@@ -116,10 +129,11 @@ def apply_step(sim: GroupSimulation, schedule: Schedule, step: Step, nodes_down:
     member = sim.members.get(name)
     if step.action == "join":
         if member is None or not member.alive:
+            strategy = schedule.strategy_for(name)
             if schedule.static:
-                sim.add_member(name, group_instance_id=f"instance-{name}")
+                sim.add_member(name, group_instance_id=f"instance-{name}", partition_assignment_strategy=strategy)
             else:
-                sim.add_member(name)
+                sim.add_member(name, partition_assignment_strategy=strategy)
     elif step.action in ("crash", "leave", "pause", "stall", "cut"):
         if member is None or not member.alive:
             return

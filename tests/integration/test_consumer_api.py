@@ -205,23 +205,25 @@ def test_a_custom_assignor_is_used_and_a_broken_one_is_reported(loaded: Embedded
     from groupclient.assignors import PartitionAssignor
     from groupclient.protocol.consumer_protocol import Assignment
 
-    class OnlyPartitionOne(PartitionAssignor):
-        name = "only-one"
+    class AllToTheLast(PartitionAssignor):
+        name = "all-to-the-last"
 
-        def assign(self, partitions_per_topic: Any, subscriptions: Any) -> dict[str, Assignment]:
-            first = sorted(subscriptions)[0]
-            return {m: Assignment([TopicPartition("api", 1)] if m == first else []) for m in subscriptions}
+        def assign(self, cluster: Any, subscriptions: Any) -> dict[str, Assignment]:
+            last = sorted(subscriptions)[-1]
+            everything = [TopicPartition(t, p) for t, n in cluster.partitions_per_topic.items() for p in range(n)]
+            return {m: Assignment(everything if m == last else []) for m in subscriptions}
 
     class Broken(PartitionAssignor):
         name = "broken"
 
-        def assign(self, partitions_per_topic: Any, subscriptions: Any) -> dict[str, Assignment]:
+        def assign(self, cluster: Any, subscriptions: Any) -> dict[str, Assignment]:
             return {m: Assignment([TopicPartition("api", 99)]) for m in subscriptions}
 
-    with consumer_for(loaded, group_id="custom", partition_assignment_strategy=[OnlyPartitionOne]) as c:
+    with consumer_for(loaded, group_id="custom", partition_assignment_strategy=[AllToTheLast]) as c:
         c.subscribe(["api"])
-        assert {r.partition for r in drain(c, 10)} == {1}
-        assert c.assignment() == {TopicPartition("api", 1)}
+        drain(c, 10)
+        partitions = c.partitions_for_topic("api")
+        assert partitions and c.assignment() == {TopicPartition("api", p) for p in partitions}
     with consumer_for(loaded, group_id="broken", partition_assignment_strategy=[Broken]) as c:
         c.subscribe(["api"])
         with pytest.raises(ValueError, match="does not exist"):

@@ -10,13 +10,18 @@ from hypothesis import strategies as st
 from groupclient.testing.schedules import check_seeds_in_parallel, random_schedule, run_schedule
 
 IN_CI = bool(os.environ.get("CI"))
+# seeds beyond the first 500 that once failed, each with what it caught:
+# 872: an upgrade group (eager and cooperative members) where a cooperative member's lease ran out
+#      while it rejoined; the leader held back the partitions it still claimed, and the member
+#      never rejoined without them, so they stayed unowned
+REGRESSIONS = [872]
 
 
 def test_500_seeded_schedules_keep_every_invariant() -> None:
     """3-6 members, 1 or 3 nodes, 4 faults each (crashes and restarts, clean leaves, slow polls past
     the poll interval, frozen members past the session timeout, cut connections, error / drop /
     delay answers on every group API, coordinator moves), spread over 2 processes."""
-    failures = check_seeds_in_parallel(list(range(500)), workers=2)
+    failures = check_seeds_in_parallel(list(range(500)) + REGRESSIONS, workers=2)
     assert not failures, "\n\n".join(f"seed {seed}:\n{detail}" for seed, detail in failures[:3])
 
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from kafka.structs import TopicPartition
 
-from groupclient.assignors import PartitionAssignor
+from groupclient.assignors import ClusterView, PartitionAssignor
 from groupclient.protocol.consumer_protocol import Assignment, Subscription
 from groupclient.testing import GroupSimulation
 
@@ -16,11 +16,10 @@ class EvenOdd(PartitionAssignor):
 
     name = "even-odd"
 
-    def assign(self, partitions_per_topic: Mapping[str, int],
-               subscriptions: Mapping[str, Subscription]) -> dict[str, Assignment]:
+    def assign(self, cluster: ClusterView, subscriptions: Mapping[str, Subscription]) -> dict[str, Assignment]:
         members = sorted(subscriptions)
         result: dict[str, list[TopicPartition]] = {m: [] for m in members}
-        for topic, count in sorted(partitions_per_topic.items()):
+        for topic, count in sorted(cluster.partitions_per_topic.items()):
             for p in range(count):
                 result[members[p % len(members)]].append(TopicPartition(topic, p))
         return {m: Assignment(parts) for m, parts in result.items()}
