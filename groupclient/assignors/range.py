@@ -52,17 +52,17 @@ class RangeAssignor(PartitionAssignor):
     def _rack_matches(cluster: ClusterView, topic: str, members: list[str], racks: dict[str, str],
                       per_member: int, extra: int, given: dict[str, list[int]], left: list[int]) -> int:
         """Each member in turn takes the partitions with a replica in its rack, up to its share;
-        returns how many members may still take one more than ``per_member``."""
+        returns how many members may still take one more than ``per_member``.  A member without a
+        rack matches every partition (Java's racksMatch), so when every partition has a replica
+        in every member's rack this is the rack-unaware assignment."""
         taken: set[int] = set()
         for member in members:
             rack = racks.get(member)
-            if rack is None:
-                continue
             for p in left:
                 limit = per_member + (1 if extra > 0 else 0)
                 if len(given[member]) >= limit:
                     break
-                if p not in taken and rack in cluster.racks_of(topic, p):
+                if p not in taken and (rack is None or rack in cluster.racks_of(topic, p)):
                     given[member].append(p)
                     taken.add(p)
             if len(given[member]) > per_member:

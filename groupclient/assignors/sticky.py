@@ -46,12 +46,28 @@ def encode_sticky_user_data(partitions: list[TopicPartition], generation: int) -
 
 
 def decode_sticky_user_data(data: bytes) -> tuple[list[TopicPartition], int]:
-    """Read StickyAssignorUserData v0 (no generation) or v1; raises ValueError if it is neither."""
+    """Read StickyAssignorUserData v0 (no generation) or v1, as Java writes it, or with the int16
+    version in front, as kafka-python 3 writes it; raises ValueError if it is neither."""
     try:
-        (topics,), at = struct.unpack_from(">i", data, 0), 4
+        return _decode_sticky_user_data(data, 0)
+    except ValueError:
+        if len(data) >= 2 and data[:2] in (b"\x00\x00", b"\x00\x01"):
+            try:
+                return _decode_sticky_user_data(data, 2)
+            except ValueError:
+                pass
+        raise
+
+
+def _decode_sticky_user_data(data: bytes, at: int) -> tuple[list[TopicPartition], int]:
+    try:
+        (topics,) = struct.unpack_from(">i", data, at)
+        at += 4
         partitions = []
         for _ in range(topics):
             (length,) = struct.unpack_from(">h", data, at)
+            if length < 0:
+                raise ValueError(f"a topic name of length {length}")  # (it would loop on the same bytes)
             topic = data[at + 2:at + 2 + length].decode()
             at += 2 + length
             (count,) = struct.unpack_from(">i", data, at)
@@ -59,7 +75,7 @@ def decode_sticky_user_data(data: bytes) -> tuple[list[TopicPartition], int]:
             partitions += [TopicPartition(topic, p) for p in struct.unpack_from(f">{count}i", data, at)]
             at += 4 * count
         generation = struct.unpack_from(">i", data, at)[0] if len(data) >= at + 4 else NO_GENERATION
-    except (struct.error, UnicodeDecodeError) as exc:
+    except (struct.error, UnicodeDecodeError, ValueError) as exc:
         raise ValueError(f"not sticky assignor user data: {exc}") from None
     return partitions, generation
 
@@ -148,9 +164,27 @@ class StickyAssignor(PartitionAssignor):
             member_topics={m: frozenset(index[t] for t in subscriptions[m].topics if t in index) for m in members},
             owned={m: [(index[tp.topic], tp.partition) for tp in owned[m]] for m in members},
             member_racks=member_racks if partition_racks else {}, partition_racks=partition_racks))
-        held_back = result.transferring if self._cooperative else set()
+        held_back = self._held_back(subscriptions, index, result.transferring, result.assignment) \
+            if self._cooperative else set()
         return {m: Assignment([TopicPartition(topics[t], p) for t, p in parts if (t, p) not in held_back])
                 for m, parts in result.assignment.items()}
+
+    @staticmethod
+    def _held_back(subscriptions: Mapping[str, Subscription], index: Mapping[str, int],
+                   transferring: set[tuple[int, int]],
+                   assignment: Mapping[str, list[tuple[int, int]]]) -> set[tuple[int, int]]:
+        """What waits a round under COOPERATIVE: partitions moving from their valid owner, and
+        (Java's computePartitionsTransferringOwnership) any partition given to a member that does
+        not report it while another member still does -- a claim that did not count (the same
+        generation as another claim, a topic its member no longer subscribes to) is still a
+        partition that member holds until it revokes it."""
+        reported = {m: {(index[tp.topic], tp.partition) for tp in s.owned_partitions if tp.topic in index}
+                    for m, s in subscriptions.items()}
+        anyone = set().union(*reported.values())
+        held_back = set(transferring)
+        for member, parts in assignment.items():
+            held_back.update(tp for tp in parts if tp in anyone and tp not in reported[member])
+        return held_back
 
 
 class CooperativeStickyAssignor(StickyAssignor):

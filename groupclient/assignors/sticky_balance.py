@@ -132,7 +132,7 @@ class _Constrained:
         for tp in unassigned:
             racks = self.data.partition_racks.get(tp[0])
             placed = False
-            for rack in (racks[tp[1]] if racks is not None and tp[1] < len(racks) else ()):
+            for rack in (sorted(racks[tp[1]]) if racks is not None and tp[1] < len(racks) else ()):
                 queue = by_rack.get(rack)
                 if queue:
                     member = queue.popleft()

@@ -244,9 +244,9 @@ class BrokerConnection:
 
     def expire(self, now: int) -> list[Completion]:
         """Close the connection if a request or the connect attempt ran out of time."""
-        if self.is_connecting() and now > self._connect_deadline:
+        if self.is_connecting() and now >= self._connect_deadline:
             return self.close(now, RequestTimedOutError(f"connecting to node {self.node_id} timed out"))
-        if any(now > f.deadline for f in self.in_flight):
+        if any(now >= f.deadline for f in self.in_flight):
             return self.close(now, RequestTimedOutError(f"a request to node {self.node_id} timed out"))
         return []
 

@@ -26,6 +26,10 @@ class RecordingConsumer(GroupConsumer):
 
     sim_member: SimMember
 
+    def subscribe(self, topics: Any = (), pattern: str | None = None, listener: Any = None) -> None:
+        # the member's listener events are recorded as a running member's are
+        super().subscribe(topics, pattern, RecordingListener(self.sim_member, listener))
+
     def poll(self, timeout_ms: int = 0, max_records: int | None = None, update_offsets: bool = True) -> Any:
         batch = super().poll(timeout_ms, max_records, update_offsets)
         if update_offsets:

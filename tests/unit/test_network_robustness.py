@@ -25,7 +25,7 @@ from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataResponse
 
 from groupclient.clock import FakeClock
-from groupclient.errors import DisconnectedError, FatalGroupError, ProtocolError
+from groupclient.errors import DisconnectedError, FatalGroupError, ProtocolError, RequestTimedOutError
 from groupclient.network.client import NetworkClient, NetworkConfig
 from groupclient.network.connection import CLIENT_MAX_VERSIONS, BrokerConnection, ConnectionState
 from groupclient.network import future as future_module
@@ -655,3 +655,16 @@ def test_a_metadata_topic_without_a_name_is_skipped() -> None:
     answer.topics[1].name = None
     metadata.update(answer, 0, complete=False)
     assert metadata.topics() == {"ok"} and None not in metadata.unavailable
+
+
+def test_a_request_expires_at_its_deadline_so_a_poll_there_does_not_spin(
+        wire: tuple[NetworkClient, FakeIO, FakeClock, FakeStream]) -> None:
+    """poll() waits until the earliest request deadline; the request must expire *at* it, or a
+    poll at that instant waits 0 ms and expires nothing, over and over (a busy loop; in the
+    simulator, where time stands still while nobody waits, a hang)."""
+    client, _, clock, stream = wire
+    future = client.send(NODE, HeartbeatRequest, HeartbeatResponse, heartbeat_request, 500)
+    client.poll(0)
+    clock.advance(500)
+    client.poll(0)
+    assert future.failed() and isinstance(future.exception, RequestTimedOutError)
