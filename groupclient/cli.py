@@ -1,4 +1,5 @@
-"""The ``groupclient`` command: ``coordinator`` runs the server, ``demo`` runs the main job."""
+"""The ``groupclient`` command: ``coordinator`` runs the server, ``demo`` runs the main job,
+``assignors bench`` compares partition assignors (see docs/assignors.md)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,20 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--members", type=int, default=3)
     demo.add_argument("--partitions", type=int, default=6)
     demo.add_argument("--records", type=int, default=600)
+
+    lab = commands.add_parser("assignors", help="partition assignor tools")
+    bench = lab.add_subparsers(dest="assignors_command", required=True).add_parser(
+        "bench", parents=[common], help="time, memory, balance and stickiness of assignors on a generated group")
+    bench.add_argument("--members", type=int, required=True)
+    bench.add_argument("--partitions", type=int, required=True)
+    bench.add_argument("--topics", type=int, default=None, help="default: partitions/2000, at least 5")
+    bench.add_argument("--subscriptions", choices=["uniform", "random"], default="uniform")
+    bench.add_argument("--assignor", action="append", default=[], metavar="NAME|module:Class",
+                       help="repeatable (default: range, roundrobin, sticky, cooperative-sticky)")
+    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--no-kafka-python", dest="kafka_python", action="store_false",
+                       help="skip kafka-python's assignors")
+    bench.add_argument("--timeout-s", type=float, default=120.0, help="cap per kafka-python assign() call")
     return parser
 
 
@@ -57,6 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                    offsets_topic_partitions=args.offsets_partitions)
         ports = [0 if args.port == 0 else args.port + i for i in range(args.nodes)]
         return run(config, args.host, ports, args.data_dir, args.topic)
+    if args.command == "assignors":
+        from .assignor_lab import bench_command
+
+        return bench_command(args.members, args.partitions, args.topics, args.subscriptions, args.assignor,
+                             args.seed, args.kafka_python, args.timeout_s)
     from .demo import run_demo
 
     return run_demo(args.members, args.partitions, args.records)

@@ -197,8 +197,11 @@ class ConsumerMembership:
         owned = self.subscription.assigned()
         revoked = owned - partitions
         if revoked:
-            # COOPERATIVE: the new generation gives these to nobody yet, so the listener may still
-            # commit for them; they are dropped right after and handed on in a follow-up rebalance
+            # COOPERATIVE: the new generation gives these to nobody yet, so what the application
+            # was given of them since the commit before the join (it went on consuming) is
+            # committed now, and the listener may still commit for them; they are dropped right
+            # after and handed on in a follow-up rebalance
+            self._commit_revoked(generation, revoked)
             self.listener_calls.call("on_partitions_revoked", revoked)
         self.subscription.set_group_assignment(partitions)
         if revoked:
@@ -222,6 +225,18 @@ class ConsumerMembership:
         else:
             self.listener_calls.call("on_partitions_assigned", partitions)
         self.next_auto_commit_ms = self.membership.clock.monotonic_ms() + self.auto_commit_interval_ms
+
+    def _commit_revoked(self, generation: Generation, revoked: set[TopicPartition]) -> None:
+        if not self.enable_auto_commit:
+            return
+        offsets = {tp: om for tp, om in self.subscription.consumed_offsets().items() if tp in revoked}
+        if not offsets:
+            return
+        try:
+            self.commit_sync(offsets, Timer(self.membership.clock, self.membership.config.request_timeout_ms))
+        except Exception as exc:  # the partitions are given up either way
+            log.warning("group %s generation %d: commit of revoked partitions failed: %s",
+                        self.membership.config.group_id, generation.generation_id, exc)
 
     def metadata_changed_since_assignment(self) -> bool:
         """The leader assigned with partition counts that no longer hold (new topic, more partitions)."""

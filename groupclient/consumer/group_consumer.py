@@ -164,6 +164,8 @@ class GroupConsumer:
             # wait for network events: a fetch answer comes within fetch_max_wait_ms, and
             # wakeup() or another thread's send interrupts the wait at once
             wait = min(timer.remaining_ms(), self.config["fetch_max_wait_ms"] + 100, 1000)
+            if self._membership is not None and self._membership.heartbeat_enabled():
+                wait = min(wait, self._membership.time_to_next_heartbeat(self._clock.monotonic_ms()) + 1)
             self._client.poll_until(None, Timer(self._clock, wait))
             if timer.expired():
                 self._raise_pending()
@@ -215,6 +217,7 @@ class GroupConsumer:
             elif not membership.join_group_if_needed(timer):
                 return False
         group.maybe_auto_commit(self._clock.monotonic_ms())
+        membership.send_heartbeat_if_due(self._clock.monotonic_ms())
         return True
 
     def _wait_for_topic_metadata(self, timer: Timer) -> bool:

@@ -36,6 +36,7 @@ class Heartbeat:
     stable_anchor: int = 0  # send time of the last heartbeat answered NONE (or when it began)
     heartbeat_failed: bool = False
     in_flight: bool = False
+    follow_up_at: int | None = None  # an extra, early heartbeat (see follow_up)
 
     def __post_init__(self) -> None:
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
@@ -46,7 +47,15 @@ class Heartbeat:
         """The application is in poll(): the poll timer starts again."""
         self.last_poll = now
 
+    def follow_up(self, at: int) -> None:
+        """Heartbeat early, at ``at``: after a cooperative round a follow-up rebalance usually
+        comes at once (a member revoked partitions and rejoins), and members that revoked nothing
+        learn of it only from a heartbeat answered REBALANCE_IN_PROGRESS; the partitions held
+        back stand still until they do."""
+        self.follow_up_at = at
+
     def sent(self, now: int) -> None:
+        self.follow_up_at = None
         self.last_sent = now
         self.heartbeat_failed = False
         self.in_flight = True
@@ -81,7 +90,10 @@ class Heartbeat:
         if self.in_flight:
             return self.retry_backoff_ms  # look again for the answer soon (Java's thread waits the backoff)
         wait = self.retry_backoff_ms if self.heartbeat_failed else self.heartbeat_interval_ms
-        return max(0, self.last_sent + wait - now)
+        due = self.last_sent + wait
+        if self.follow_up_at is not None:
+            due = min(due, self.follow_up_at)
+        return max(0, due - now)
 
     def should_heartbeat(self, now: int) -> bool:
         return not self.in_flight and self.time_to_next_heartbeat(now) == 0

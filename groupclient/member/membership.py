@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 from collections.abc import Callable
 from typing import Any
 
@@ -36,13 +37,24 @@ from ..protocol.error_table import Action, action_for, error_for
 from ..protocol.errors import ErrorCode, error_name
 from .heartbeat import Heartbeat
 from .member_state import MemberState, check_member_transition
-from .types import COORDINATOR_ID_BASE, NO_GENERATION, Generation, GroupConfig, GroupHooks, JoinedMember
+from .types import COORDINATOR_ID_BASE, HEARTBEAT_ID_BASE, NO_GENERATION, Generation, GroupConfig, GroupHooks, JoinedMember
 
 log = logging.getLogger("groupclient.member")
 
 # JoinGroup/SyncGroup answers after which the member rejoins at once, with no backoff (Java's
 # joinGroupIfNeeded does the same)
 _REJOIN_AT_ONCE = frozenset({Action.RETRY_WITH_MEMBER_ID, Action.RESET_MEMBER, Action.RESET_GENERATION, Action.REJOIN})
+
+
+@dataclass(frozen=True)
+class _Joined:
+    """A JoinGroup answer the member has taken: what the sync step needs."""
+
+    generation: Generation
+    is_leader: bool
+    skip_assignment: bool  # a static leader rejoining: the coordinator keeps the assignment
+    protocol: str
+    members: list[JoinedMember]
 
 
 class GroupMembership:
@@ -60,7 +72,11 @@ class GroupMembership:
                                    config.rebalance_timeout_ms, config.retry_backoff_ms)
         self.fatal_error: BaseException | None = None
         self.prepared_for_join = False
-        self._join_future: RequestFuture[bytes] | None = None
+        # JoinGroup, then SyncGroup: two futures, so that the leader's assignor runs on the
+        # application thread (in join_group_if_needed), never in a response handler that the
+        # heartbeat thread may run
+        self._join_future: RequestFuture[_Joined] | None = None
+        self._sync_future: RequestFuture[bytes] | None = None
         self._find_future: RequestFuture[int] | None = None
         self._sync_sent_at = 0
         self._join_sent_at = 0
@@ -90,7 +106,7 @@ class GroupMembership:
     def rejoin_needed_or_pending(self) -> bool:
         """A rejoin is needed, or a join future exists that join_group_if_needed has not consumed:
         its answer may have been read by another poll, and its assignment must still be applied."""
-        return self._join_future is not None or self.rejoin_needed()
+        return self._join_future is not None or self._sync_future is not None or self.rejoin_needed()
 
     def is_dynamic(self) -> bool:
         return self.config.group_instance_id is None
@@ -156,6 +172,7 @@ class GroupMembership:
             log.info("group %s: coordinator %d is unavailable (%s); rediscovering", self.config.group_id,
                      COORDINATOR_ID_BASE - coordinator, reason)
             self.client.disconnect(coordinator)
+            self.client.disconnect(_heartbeat_connection(coordinator))
 
     def ensure_coordinator_ready(self, timer: Timer) -> bool:
         """Find the coordinator and connect to it, within the timer; False if it ran out."""
@@ -208,18 +225,22 @@ class GroupMembership:
             return future.failure(error_for(error, ApiKey.FIND_COORDINATOR))
         connection_id = COORDINATOR_ID_BASE - node_id
         self.client.add_node(connection_id, host, port)
+        self.client.add_node(_heartbeat_connection(connection_id), host, port)
         with self._lock:
             self.coordinator_id = connection_id
         log.info("group %s: coordinator is node %d at %s:%d", self.config.group_id, node_id, host, port)
         self.client.ready(connection_id)
+        self.client.ready(_heartbeat_connection(connection_id))
         future.success(connection_id)
 
     def send_to_coordinator(self, request_cls: Any, response_cls: Any, build: Callable[[int], Any],
-                             timeout_ms: int | None = None) -> RequestFuture[Any]:
+                             timeout_ms: int | None = None, heartbeat: bool = False) -> RequestFuture[Any]:
         with self._lock:
             coordinator = self.coordinator_id
         if coordinator is None:
             return RequestFuture.failed_with(RetriableError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no coordinator"))
+        if heartbeat:
+            coordinator = _heartbeat_connection(coordinator)
         if not self.client.ready(coordinator):
             return RequestFuture.failed_with(NodeNotReadyError("the coordinator is not connected yet"))
         future = self.client.send(coordinator, request_cls, response_cls, build, timeout_ms)
@@ -242,38 +263,76 @@ class GroupMembership:
                 if not self.hooks.on_join_prepare(self.current_generation(), timer):
                     return False
                 self.prepared_for_join = True
-            future = self._initiate_join_group()
-            self.client.poll_until(future, timer)
-            if not future.is_done():
+            if self._sync_future is None:
+                joining = self._initiate_join_group()
+                self.client.poll_until(joining, timer)
+                if not joining.is_done():
+                    return False
+                self._join_future = None
+                if joining.failed():
+                    if self._retry_now_or_later(joining, timer):
+                        continue
+                    return False
+                self._sync_future = self._assign_and_sync(joining.value)
+            syncing = self._sync_future
+            self.client.poll_until(syncing, timer)
+            if not syncing.is_done():
                 return False
-            self._join_future = None
-            if future.succeeded():
-                generation = self.current_generation()
-                self.prepared_for_join = False
-                if self._assignment_came_too_late():
+            self._sync_future = None
+            if syncing.failed():
+                if self._retry_now_or_later(syncing, timer):
                     continue
-                try:
-                    self.hooks.on_join_complete(generation, future.value)
-                except ProtocolError as unusable:
-                    # an assignment this member cannot read: never sit in the group without one
-                    with self._lock:
-                        self._transition(MemberState.UNJOINED, str(unusable))
-                        self.rejoin_reason = self.rejoin_reason or f"the assignment was unusable: {unusable}"
-                    raise
-                continue
-            exc = future.exception
-            assert exc is not None
-            if isinstance(exc, FatalGroupError):
-                self.set_fatal(exc)
-                raise exc
-            if not isinstance(exc, RetriableError):
-                raise exc  # raised once; the rejoin is still pending, so the next poll() retries
-            if action_for(exc.code, ApiKey.JOIN_GROUP) in _REJOIN_AT_ONCE:
-                continue
-            self.client.sleep(self.config.retry_backoff_ms, timer)
-            if timer.expired():
                 return False
+            generation = self.current_generation()
+            self.prepared_for_join = False
+            if self._assignment_came_too_late():
+                continue
+            try:
+                self.hooks.on_join_complete(generation, syncing.value)
+            except ProtocolError as unusable:
+                # an assignment this member cannot read: never sit in the group without one
+                with self._lock:
+                    self._transition(MemberState.UNJOINED, str(unusable))
+                    self.rejoin_reason = self.rejoin_reason or f"the assignment was unusable: {unusable}"
+                raise
         return True
+
+    def _retry_now_or_later(self, failed: RequestFuture[Any], timer: Timer) -> bool:
+        """A JoinGroup or SyncGroup failed: raise what the application must see; True to rejoin at
+        once, False when the timer ran out during the backoff."""
+        exc = failed.exception
+        assert exc is not None
+        if isinstance(exc, FatalGroupError):
+            self.set_fatal(exc)
+            raise exc
+        if not isinstance(exc, RetriableError):
+            raise exc  # raised once; the rejoin is still pending, so the next poll() retries
+        if action_for(exc.code, ApiKey.JOIN_GROUP) in _REJOIN_AT_ONCE:
+            return True
+        self.client.sleep(self.config.retry_backoff_ms, timer)
+        return not timer.expired()
+
+    def _assign_and_sync(self, joined: _Joined) -> RequestFuture[bytes]:
+        """On the application thread: the leader runs the assignor; every member sends SyncGroup."""
+        generation = joined.generation
+        assignments: dict[str, bytes] = {}
+        if joined.is_leader and joined.skip_assignment:
+            self.hooks.watch_group(joined.protocol, joined.members)
+        elif joined.is_leader:
+            try:
+                assignments = self.hooks.perform_assignment(generation.member_id, joined.protocol, joined.members)
+            except Exception as exc:
+                # a failing assignor must not wedge the group: surface it, rejoin on the next poll
+                log.error("group %s: the assignor failed: %r", self.config.group_id, exc)
+                self._on_join_failed(exc)
+                with self._lock:
+                    self.rejoin_reason = f"the assignor failed: {exc!r}"
+                return RequestFuture.failed_with(exc)
+            log.info("group %s: leader of generation %d assigned %d members", self.config.group_id,
+                     generation.generation_id, len(assignments))
+        syncing = self._send_sync(generation, assignments)
+        syncing.add_errback(lambda exc: self._on_join_failed(exc))
+        return syncing
 
     def _assignment_came_too_late(self) -> bool:
         """An assignment read only after its lease ended (its answer lay unread while the
@@ -306,7 +365,7 @@ class GroupMembership:
                 return True
             return rejoining_owner
 
-    def _initiate_join_group(self) -> RequestFuture[bytes]:
+    def _initiate_join_group(self) -> RequestFuture[_Joined]:
         if self._join_future is None:
             with self._lock:
                 self._transition(MemberState.PREPARING_REBALANCE, self.rejoin_reason or "rejoin")
@@ -314,7 +373,7 @@ class GroupMembership:
             self._join_future = self._send_join_group(reason or "rejoin")
         return self._join_future
 
-    def _send_join_group(self, reason: str) -> RequestFuture[bytes]:
+    def _send_join_group(self, reason: str) -> RequestFuture[_Joined]:
         sent = self.current_generation()
         cfg = self.config
         protocols = [JoinGroupRequest.JoinGroupRequestProtocol(name=n, metadata=m) for n, m in self.hooks.protocols()]
@@ -332,7 +391,7 @@ class GroupMembership:
         with self._lock:
             self._join_sent_at = self.clock.monotonic_ms()
         future = self.send_to_coordinator(JoinGroupRequest, JoinGroupResponse, build, timeout)
-        joined: RequestFuture[bytes] = future.compose(lambda r, f: self._handle_join(r, f, sent))
+        joined: RequestFuture[_Joined] = future.compose(lambda r, f: self._handle_join(r, f, sent))
         joined.add_errback(lambda exc: self._on_join_failed(exc))
         return joined
 
@@ -343,7 +402,9 @@ class GroupMembership:
             if self.rejoin_reason is None:
                 self.rejoin_reason = f"retrying after: {exc}"
 
-    def _handle_join(self, response: Any, future: RequestFuture[bytes], sent: Generation) -> None:
+    def _handle_join(self, response: Any, future: RequestFuture[_Joined], sent: Generation) -> None:
+        """Bookkeeping only (either thread may read the answer); the assignor runs later, on the
+        application thread."""
         error = response.error_code
         action = action_for(error, ApiKey.JOIN_GROUP)
         with self._lock:
@@ -366,23 +427,9 @@ class GroupMembership:
             self.mark_coordinator_dead(f"JoinGroup answered {error_name(error)}")
         if action is not Action.NONE:
             return future.failure(error_for(error, ApiKey.JOIN_GROUP))
-        generation = self.current_generation()
         members = [JoinedMember(m.member_id, m.group_instance_id, bytes(m.metadata)) for m in response.members]
-        assignments: dict[str, bytes] = {}
-        if response.leader == response.member_id and response.skip_assignment:
-            self.hooks.watch_group(response.protocol_name, members)
-        elif response.leader == response.member_id:
-            try:
-                assignments = self.hooks.perform_assignment(response.leader, response.protocol_name, members)
-            except Exception as exc:
-                # a failing assignor must not wedge the group: surface it, rejoin on the next poll
-                log.error("group %s: the assignor failed: %r", self.config.group_id, exc)
-                with self._lock:
-                    self.rejoin_reason = self.rejoin_reason or f"the assignor failed: {exc!r}"
-                return future.failure(exc)
-            log.info("group %s: leader of generation %d assigned %d members", self.config.group_id,
-                     generation.generation_id, len(assignments))
-        self._send_sync(generation, assignments).chain(future)
+        future.success(_Joined(self.current_generation(), response.leader == response.member_id,
+                               bool(response.skip_assignment), response.protocol_name, members))
 
     def _send_sync(self, sent: Generation, assignments: dict[str, bytes]) -> RequestFuture[bytes]:
         cfg = self.config
@@ -409,6 +456,8 @@ class GroupMembership:
             if action is Action.NONE and current:
                 self._transition(MemberState.STABLE, f"received the assignment of generation {sent.generation_id}")
                 self.heartbeat.joined(self._sync_sent_at)
+                if self.keeps_partitions_while_rejoining:
+                    self.heartbeat.follow_up(self.clock.monotonic_ms() + self.config.retry_backoff_ms)
             elif action is Action.RESET_MEMBER and self.generation == sent:
                 self.generation = NO_GENERATION
             elif action is Action.RESET_GENERATION and self.generation == sent:
@@ -423,14 +472,26 @@ class GroupMembership:
 
     # -- heartbeats and the ownership lease ------------------------------------------------
     def heartbeat_enabled(self) -> bool:
-        """Heartbeats run once the member has joined (COMPLETING_REBALANCE and STABLE), as in Java."""
+        """Heartbeats run once the member has joined (COMPLETING_REBALANCE and STABLE), and also
+        while a member of a generation rejoins (PREPARING_REBALANCE): answered
+        REBALANCE_IN_PROGRESS, they prove it is still in the group, so a cooperative member keeps
+        its partitions through a long join (Java does not heartbeat there).  They go over their
+        own connection, so a JoinGroup the coordinator holds does not hold them up."""
         with self._lock:
+            if self.state is MemberState.PREPARING_REBALANCE:
+                return self.generation.generation_id >= 0 and bool(self.generation.member_id)
             return self.state in (MemberState.COMPLETING_REBALANCE, MemberState.STABLE)
 
     def poll_heartbeat(self, now: int) -> None:
         """The application is polling (called on every turn of its poll loop)."""
         with self._lock:
             self.heartbeat.poll(now)
+
+    def send_heartbeat_if_due(self, now: int) -> None:
+        """The application thread sends a due heartbeat too (the heartbeat thread may be asleep
+        until a later one); a rare double send is harmless."""
+        if self.heartbeat_enabled() and not self.coordinator_unknown() and self.should_heartbeat(now):
+            self.send_heartbeat()
 
     def time_to_next_heartbeat(self, now: int) -> int:
         with self._lock:
@@ -483,7 +544,7 @@ class GroupMembership:
             return HeartbeatRequest(version=version, group_id=cfg.group_id, generation_id=sent.generation_id,
                                     member_id=sent.member_id, group_instance_id=cfg.group_instance_id)
 
-        future = self.send_to_coordinator(HeartbeatRequest, HeartbeatResponse, build)
+        future = self.send_to_coordinator(HeartbeatRequest, HeartbeatResponse, build, heartbeat=True)
         future.add_errback(lambda exc: self._heartbeat_failed())
         return future.compose(lambda r, f: self._handle_heartbeat(r, f, sent, sent_at))
 
@@ -548,3 +609,7 @@ class GroupMembership:
 
         future = self.send_to_coordinator(LeaveGroupRequest, LeaveGroupResponse, build)
         return future.compose(lambda r, f: f.success(None))
+
+
+def _heartbeat_connection(coordinator_connection: int) -> int:
+    return HEARTBEAT_ID_BASE - (COORDINATOR_ID_BASE - coordinator_connection)

@@ -9,6 +9,9 @@ from typing import Protocol
 from ..clock import Timer
 
 COORDINATOR_ID_BASE = 2**31 - 1  # the coordinator's connection is kept apart from the broker's
+# heartbeats have a connection of their own: a broker answers one request per connection at a
+# time, so on the coordinator's connection a heartbeat would wait behind a JoinGroup it holds
+HEARTBEAT_ID_BASE = 2**31 - 1 - 2**24
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ class Peer:
         self.events: list[dict[str, Any]] = []
         self.errors: list[dict[str, Any]] = []
         self.stderr_tail: list[str] = []
+        self.ended_at: float | None = None  # time.monotonic() when its stdout closed (it exited)
         self._changed = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
@@ -60,7 +61,7 @@ class Peer:
                 kind = event["event"]
                 if kind == "assigned":
                     self.assignment = set(event["partitions"])
-                elif kind in ("revoked", "lost") and self.kind in ("kafka-python", "groupclient", "java"):
+                elif kind in ("revoked", "lost"):
                     self.assignment -= set(event["partitions"])
                 elif kind == "records":
                     for partition, offset, value in event["items"]:
@@ -69,6 +70,9 @@ class Peer:
                 elif kind == "error":
                     self.errors.append(event)
                 self._changed.notify_all()
+        with self._changed:
+            self.ended_at = time.monotonic()
+            self._changed.notify_all()
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -84,6 +88,11 @@ class Peer:
                     return False
                 self._changed.wait(min(left, 0.2))
         return True
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """A copy of the events so far (the reader thread keeps appending)."""
+        with self._changed:
+            return list(self.events)
 
     def has_event(self, name: str) -> bool:
         return any(e["event"] == name for e in self.events)

@@ -9,8 +9,11 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.WakeupException;
 
 public class JavaPeer {
+    // every event carries "t": CLOCK_MONOTONIC in seconds (System.nanoTime() on Linux reads the
+    // clock Python's time.monotonic() reads), so events of different peers can be ordered
     static synchronized void report(String json) {
-        System.out.println(json);
+        String t = String.format(Locale.ROOT, ",\"t\":%.6f}", System.nanoTime() / 1e9);
+        System.out.println(json.substring(0, json.length() - 1) + t);
         System.out.flush();
     }
 
@@ -99,6 +102,7 @@ public class JavaPeer {
             report("{\"event\":\"error\",\"type\":" + quote(e.getClass().getSimpleName()) + ",\"message\":" + quote(String.valueOf(e.getMessage())) + "}");
             exit = 2;
         } finally {
+            report("{\"event\":\"closing\"}");  // it stops consuming here
             consumer.close();
             report("{\"event\":\"closed\"}");
         }

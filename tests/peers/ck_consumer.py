@@ -29,13 +29,19 @@ def main() -> int:
 
     def on_assign(c, partitions):  # type: ignore[no-untyped-def]
         if cooperative:
+            # COOPERATIVE: ``partitions`` are only the added ones; librdkafka wants them taken
+            # with incremental_assign (reported first: it may fetch as soon as they are assigned)
             owned.update(p.partition for p in partitions)
+            report("assigned", partitions=sorted(owned))
+            c.incremental_assign(partitions)
         else:
             owned.clear()
             owned.update(p.partition for p in partitions)
-        report("assigned", partitions=sorted(owned))
+            report("assigned", partitions=sorted(owned))
 
     def on_revoke(c, partitions):  # type: ignore[no-untyped-def]
+        if cooperative:
+            c.incremental_unassign(partitions)  # reported after: it no longer fetches them
         owned.difference_update(p.partition for p in partitions)
         report("revoked", partitions=sorted(p.partition for p in partitions))
         if not cooperative:
@@ -68,6 +74,7 @@ def main() -> int:
     except KafkaException as exc:
         report("error", type="KafkaException", message=str(exc))
         return 2
+    report("closing")  # it stops consuming here; what it owned is no longer read
     consumer.close()
     report("closed")
     return 0

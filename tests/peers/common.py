@@ -7,12 +7,16 @@ import json
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 stop = threading.Event()
 
 
 def report(event: str, **fields: Any) -> None:
+    """One JSON line.  ``t`` is CLOCK_MONOTONIC in seconds (time.monotonic(); the Java peer's
+    System.nanoTime() reads the same clock), so events of different peers can be ordered."""
+    fields.setdefault("t", time.monotonic())
     sys.stdout.write(json.dumps({"event": event, **fields}) + "\n")
     sys.stdout.flush()
 

@@ -72,6 +72,7 @@ def main() -> int:
     except Exception as exc:
         report("error", type=type(exc).__name__, message=str(exc))
         return 2
+    report("closing")  # it stops consuming here; what it owned is no longer read
     consumer.close()
     report("closed")
     return 0

@@ -12,7 +12,7 @@ from groupclient.clock import FakeClock, Timer
 from groupclient.errors import FatalGroupError
 from groupclient.member.member_state import MemberState
 from groupclient.member.membership import GroupMembership
-from groupclient.member.types import COORDINATOR_ID_BASE, Generation, GroupConfig, JoinedMember
+from groupclient.member.types import COORDINATOR_ID_BASE, HEARTBEAT_ID_BASE, Generation, GroupConfig, JoinedMember
 from groupclient.protocol.apis import ApiKey
 from groupclient.protocol.errors import ErrorCode
 
@@ -160,7 +160,8 @@ def test_not_coordinator_rediscovers(setup: Any) -> None:
     net.on(ApiKey.SYNC_GROUP, sync_answer)
     assert membership.join_group_if_needed(Timer(clock, 10000))
     assert len(net.requests(ApiKey.FIND_COORDINATOR)) == 2
-    assert net.disconnected == [COORDINATOR_ID_BASE - 3]
+    # both of its connections: the requests' and the heartbeats'
+    assert net.disconnected == [COORDINATOR_ID_BASE - 3, HEARTBEAT_ID_BASE - 3]
 
 
 @pytest.mark.parametrize("error", [E.INCONSISTENT_GROUP_PROTOCOL, E.INVALID_SESSION_TIMEOUT,
