@@ -42,6 +42,17 @@ class JoinedMember:
     metadata: bytes
 
 
+@dataclass(frozen=True)
+class Joined:
+    """A JoinGroup answer the member has taken: what the sync step needs."""
+
+    generation: Generation
+    is_leader: bool
+    skip_assignment: bool  # a static leader rejoining: the coordinator keeps the assignment
+    protocol: str
+    members: list[JoinedMember]
+
+
 class GroupHooks(Protocol):
     """What the consumer adds to membership (Java's ConsumerCoordinator overrides)."""
 
