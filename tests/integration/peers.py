@@ -150,6 +150,17 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float = 30.0, interval_
     return predicate()
 
 
+def holds_for(predicate: Callable[[], bool], duration_s: float, interval_s: float = 0.1) -> bool:
+    """The predicate stays true for the whole duration (checked every ``interval_s``): for
+    asserting that something does *not* happen, such as a rebalance."""
+    deadline = time.monotonic() + duration_s
+    while time.monotonic() < deadline:
+        if not predicate():
+            return False
+        time.sleep(interval_s)
+    return predicate()
+
+
 def decode_assignment(data: bytes) -> dict[str, list[int]]:
     if not data:
         return {}
