@@ -12,6 +12,7 @@ from groupclient.coordinator.faults import FaultKind, FaultRule
 from groupclient.protocol.apis import ApiKey
 from groupclient import GroupConsumer
 from groupclient.testing import GroupSimulation
+from tests.sim.polling import poll_until
 
 Sim = Callable[..., GroupSimulation]
 COOPERATIVE = {"partition_assignment_strategy": ["cooperative-sticky"]}
@@ -73,11 +74,7 @@ def test_unsubscribing_a_topic_revokes_only_its_partitions_before_the_join(make_
     sim = make_sim(topics={"t": 2, "u": 2})
     consumer = sim.consumer("solo", **COOPERATIVE)
     consumer.subscribe(["t", "u"])
-    for _ in range(30):
-        consumer.poll(500)
-        if len(consumer.assignment()) == 4:
-            break
-    assert len(consumer.assignment()) == 4
+    assert poll_until(consumer, lambda: len(consumer.assignment()) == 4, 30)
     revoked: list[tuple[int, set[TopicPartition]]] = []
     generation = consumer.group_metadata().generation_id
 
@@ -89,11 +86,7 @@ def test_unsubscribing_a_topic_revokes_only_its_partitions_before_the_join(make_
             pass
 
     consumer.subscribe(["t"], listener=Listener())
-    for _ in range(30):
-        consumer.poll(500)
-        if consumer.assignment() == {TopicPartition("t", 0), TopicPartition("t", 1)}:
-            break
-    assert consumer.assignment() == {TopicPartition("t", 0), TopicPartition("t", 1)}
+    assert poll_until(consumer, lambda: consumer.assignment() == {TopicPartition("t", 0), TopicPartition("t", 1)}, 30)
     # given up before the JoinGroup, in the generation they were owned in (Java's onJoinPrepare)
     assert revoked == [(generation, {TopicPartition("u", 0), TopicPartition("u", 1)})]
     consumer.close()
@@ -125,11 +118,7 @@ def settled_pair(make_sim: Sim) -> tuple[GroupSimulation, GroupConsumer]:
     a = sim.consumer("a", **COOPERATIVE)
     a.subscribe(["t"])
     sim.add_member("b", **COOPERATIVE)
-    for _ in range(60):
-        a.poll(500)
-        if sim.converged():
-            break
-    assert sim.converged() and a.assignment()
+    assert poll_until(a, sim.converged, 60) and a.assignment()
     return sim, a
 
 
@@ -165,11 +154,7 @@ def test_a_rejoining_cooperative_member_lets_go_when_its_lease_ends(make_sim: Si
         a.poll(1000)
     assert events(sim, "a", "lost"), sim.members["a"].events
     sim.core.faults.clear()
-    for _ in range(120):
-        a.poll(500)
-        if sim.converged():
-            break
-    assert sim.converged(), sim.describe()
+    assert poll_until(a, sim.converged, 120), sim.describe()
     a.close()
 
 
@@ -194,10 +179,7 @@ def test_partitions_revoked_cooperatively_are_committed_up_to_what_was_delivered
             pass
 
     a.subscribe(["t"], listener=Listener())
-    for _ in range(60):
-        a.poll(500)
-        if len(a.assignment()) == 4 and sim.members["a"].delivered:
-            break
+    poll_until(a, lambda: len(a.assignment()) == 4 and bool(sim.members["a"].delivered), 60)
     sim.add_member("b", **COOPERATIVE)
     for _ in range(400):
         a.poll(100)

@@ -13,6 +13,7 @@ from groupclient.errors import CommitFailedError, WakeupError
 from groupclient.protocol.apis import ApiKey
 from groupclient.protocol.errors import ErrorCode
 from groupclient.testing import Behaviour, GroupSimulation
+from tests.sim.polling import poll_until
 
 Sim = Callable[..., GroupSimulation]
 
@@ -155,10 +156,7 @@ def test_subscribe_during_a_join_is_not_lost(make_sim: Sim) -> None:
     consumer.poll(500)  # the JoinGroup is held by the initial rebalance delay
     assert consumer.group_metadata().state == "preparing-rebalance"
     consumer.subscribe(["t1", "t2"])
-    for _ in range(40):
-        consumer.poll(500)
-        if len(consumer.assignment()) == 4:
-            break
+    poll_until(consumer, lambda: len(consumer.assignment()) == 4, 40)
     assert consumer.assignment() == sim.partitions(["t1", "t2"])
     consumer.close()
 
@@ -204,11 +202,7 @@ def test_leaving_while_not_stable_reports_lost_partitions(make_sim: Sim) -> None
 
     consumer = driver_consumer(sim, "l", max_poll_interval_ms=12_000)
     consumer.subscribe(["t"], listener=Listener())
-    for _ in range(60):
-        if consumer.assignment():
-            break
-        consumer.poll(500)
-    assert consumer.assignment()
+    assert poll_until(consumer, lambda: bool(consumer.assignment()), 60)
     sim.run_for(20_000)  # poll timeout: the member left and its partitions are lost
     consumer.close()
     assert [k for k, _ in events] == ["assigned", "lost"]
@@ -266,23 +260,13 @@ def test_a_leader_that_assigned_without_metadata_refreshes_it_and_rebalances(mak
     sim = make_sim()
     leader = driver_consumer(sim, "a")
     leader.subscribe(["t"])
-    for _ in range(60):
-        if leader.assignment():
-            break
-        leader.poll(500)
+    poll_until(leader, lambda: bool(leader.assignment()), 60)
     assert leader.assignment() == sim.partitions()
     sim.inject_fault(FaultRule(int(ApiKey.METADATA), FaultKind.ERROR, count=10,
                                error_code=ErrorCode.UNKNOWN_SERVER_ERROR))
     leader._client.metadata.request_update()
-    for _ in range(20):  # a metadata refresh that gets the error: "t" is unavailable to the leader now
-        leader.poll(200)
-        if "t" in leader._client.metadata.unavailable:
-            break
-    assert "t" in leader._client.metadata.unavailable
+    # a metadata refresh that gets the error: "t" is unavailable to the leader now
+    assert poll_until(leader, lambda: "t" in leader._client.metadata.unavailable, 20, 200)
     sim.add_member("b")
-    for _ in range(60):
-        leader.poll(500)
-        if sim.converged():
-            break
-    assert sim.converged(), sim.describe()
+    assert poll_until(leader, sim.converged, 60), sim.describe()
     leader.close()
