@@ -1,0 +1,75 @@
+"""Long-running consumption: N executor tasks, each a member of the group, handing batches to a
+user function and committing after it returns.
+
+The function runs on the executors and gets an Arrow table (or a pandas DataFrame) with the
+columns of arrow.ARROW_SCHEMA.  If it raises, nothing of that batch is committed and the task
+fails; Spark runs the task again and the new member goes on from the group's last commit, so the
+batch is handed over again (at least once).  Members come and go through the group protocol: a
+task that stops leaves the group and the others take its partitions over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigurationError
+from .arrow import records_to_table
+from .member_loop import MemberReport, OnCommit, TaskInfo, run_member, task_info
+from .offsets import Offsets, end_offsets
+from .options import consumer_config, topic_list
+from .stop import StopWhen
+
+BATCH_FORMATS = ("arrow", "pandas")
+
+
+@dataclass(frozen=True)
+class _ConsumeTask:
+    topics: list[str]
+    config: dict[str, Any]
+    handler: Callable[[Any], object]
+    stop: StopWhen
+    batch_format: str
+    ends: Offsets | None
+    on_commit: OnCommit | None
+    job: str
+
+    def __call__(self, index: int, _rows: Iterable[Any]) -> Iterator[dict[str, Any]]:
+        attempt = task_info().attempt
+
+        def deliver(records: list[Any]) -> None:
+            table = records_to_table(records)
+            self.handler(table if self.batch_format == "arrow" else table.to_pandas())
+
+        report = run_member(self.topics, self.config, deliver, self.stop, TaskInfo(index, attempt, self.job),
+                            end_offsets=self.ends, on_commit=self.on_commit, commit_metadata=self.job)
+        yield report.as_row()
+
+
+def consume(spark: Any, topics: Iterable[str] | str, config: Mapping[str, Any], handler: Callable[[Any], object], *,
+            stop: StopWhen, members: int | None = None, batch_format: str = "arrow",
+            on_commit: OnCommit | None = None) -> list[MemberReport]:
+    """Run ``members`` executor tasks (default: the context's parallelism) consuming
+    ``topics`` as members of ``config['group_id']`` until ``stop``; returns one report per task.
+
+    Members are meant to run at the same time: give the job at least ``members`` executor
+    cores, or the later tasks start only when earlier ones stop."""
+    names = topic_list(topics)
+    cfg = consumer_config(config)
+    if batch_format not in BATCH_FORMATS:
+        raise ConfigurationError(f"batch_format must be one of {BATCH_FORMATS}, not {batch_format!r}")
+    if not callable(handler):
+        raise ConfigurationError("handler must be a function taking one batch")
+    if not isinstance(stop, StopWhen):
+        raise ConfigurationError("stop must be a StopWhen")
+    context = spark.sparkContext
+    count = members if members is not None else context.defaultParallelism
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise ConfigurationError(f"members must be a positive integer, not {members!r}")
+    ends = end_offsets(names, cfg) if stop.at_end else None
+    job = f"groupclient.spark consume {','.join(names)}"
+    task = _ConsumeTask(names, cfg, handler, stop, batch_format, ends, on_commit, job)
+    context.setJobDescription(f"{job} for group {cfg['group_id']} with {count} members")
+    rows = context.parallelize(range(count), count).mapPartitionsWithIndex(task).collect()
+    return [MemberReport(**row) for row in rows]
