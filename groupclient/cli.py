@@ -55,6 +55,14 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-kafka-python", dest="kafka_python", action="store_false",
                        help="skip kafka-python's assignors")
     bench.add_argument("--timeout-s", type=float, default=120.0, help="cap per kafka-python assign() call")
+    spark = commands.add_parser("spark", help="PySpark integration (needs groupclient[spark])")
+    pipeline = spark.add_subparsers(dest="spark_command", required=True).add_parser(
+        "pipeline", parents=[common], help="events -> embedded coordinator -> Spark group members -> Parquet, checked")
+    pipeline.add_argument("--events", type=int, default=100_000)
+    pipeline.add_argument("--output", default="pipeline-out", help="directory for the Parquet output and staging")
+    pipeline.add_argument("--members", type=int, default=2, help="executor tasks in the consumer group")
+    pipeline.add_argument("--partitions", type=int, default=6)
+    pipeline.add_argument("--master", default="local[2]")
     return parser
 
 
@@ -77,6 +85,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return bench_command(args.members, args.partitions, args.topics, args.subscriptions, args.assignor,
                              args.seed, args.kafka_python, args.timeout_s)
+    if args.command == "spark":
+        if args.events < 1 or args.members < 1 or args.partitions < 1:
+            raise SystemExit("groupclient spark pipeline: --events, --members and --partitions must be positive")
+        from .spark.pipeline import pipeline_command
+
+        return pipeline_command(args.events, args.output, args.members, args.partitions, args.master)
     from .demo import run_demo
 
     return run_demo(args.members, args.partitions, args.records)

@@ -1,0 +1,93 @@
+"""The parts of groupclient.spark that need no Spark: options, stop conditions, staging."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kafka.consumer.fetcher import ConsumerRecord
+from kafka.structs import TopicPartition
+
+from groupclient.errors import ConfigurationError
+from groupclient.spark.arrow import records_to_table
+from groupclient.spark.options import consumer_config, parse_options
+from groupclient.spark.staging import FileRanges, Staging, overlapping
+from groupclient.spark.stop import Progress, StopWhen
+
+pytest.importorskip("pyarrow")
+
+
+def record(partition: int, offset: int) -> Any:
+    return ConsumerRecord("t", partition, -1, offset, 1_700_000_000_000 + offset, 0, b"k", b"v", [("h", b"1")],
+                          None, 1, 1, 1)
+
+
+def test_options_are_converted_to_the_settings_types() -> None:
+    topics, config = parse_options({"subscribe": "b, a", "kafka.bootstrap.servers": "127.0.0.1:9",
+                                    "group.id": "g", "session_timeout_ms": "6000", "check_crcs": "false",
+                                    "partition_assignment_strategy": "cooperative-sticky",
+                                    "max_records_per_trigger": "10"})
+    assert topics == ["a", "b"]
+    assert config["session_timeout_ms"] == 6000 and config["check_crcs"] is False
+    assert config["partition_assignment_strategy"] == ("cooperative-sticky",)
+    assert config["enable_auto_commit"] is False and "max_records_per_trigger" not in config
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"group_id": "g"}, "needs the option 'topics'"),
+    ({"topics": "t", "group_id": "g", "session_timeout_ms": "soon"}, "session_timeout_ms must be an integer"),
+    ({"topics": "t", "group_id": "g", "check_crcs": "maybe"}, "must be true or false"),
+    ({"topics": "t", "group_id": "g", "colour": "red"}, "unknown option 'colour'"),
+    ({"topics": "t"}, "group_id is required"),
+    ({"topics": "t", "group_id": "g", "enable_auto_commit": "true"}, "enable_auto_commit must be False"),
+])
+def test_bad_options_name_what_is_wrong(options: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        parse_options(options)
+
+
+def test_settings_that_cannot_travel_as_plain_data_are_refused() -> None:
+    with pytest.raises(ConfigurationError, match="value_deserializer cannot be used"):
+        consumer_config({"group_id": "g", "value_deserializer": bytes.decode})
+    with pytest.raises(ConfigurationError, match="heartbeat_interval_ms must be lower"):
+        consumer_config({"group_id": "g", "heartbeat_interval_ms": 50_000})
+
+
+def test_stop_conditions_decide_on_the_injected_time() -> None:
+    with pytest.raises(ConfigurationError):
+        StopWhen()
+    idle = StopWhen(idle_ms=1000)
+    progress = Progress(records=0, last_record_ms=5000)
+    assert idle.reason(progress, now_ms=5999, wall_ms=0) is None
+    assert idle.reason(progress, now_ms=6000, wall_ms=0) == "no record for 1000 ms"
+    assert idle.wait_ms(progress, now_ms=5800, wall_ms=0, longest_ms=500) == 200
+    deadline = StopWhen(deadline=100.0, records=10)
+    assert deadline.reason(Progress(9, 0), 0, wall_ms=99_999) is None
+    assert deadline.reason(Progress(9, 0), 0, wall_ms=100_000) == "deadline reached"
+    assert deadline.reason(Progress(10, 0), 0, wall_ms=0) == "delivered 10 records"
+    assert StopWhen(at_end=True).reason(Progress(0, 0, at_end=True), 0, 0) == StopWhen.AT_END
+
+
+def test_staged_files_carry_their_ranges_and_overlaps_are_found(tmp_path: Any) -> None:
+    staging = Staging(str(tmp_path / "read"))
+    staging.create()
+    staging.write(records_to_table([record(0, o) for o in range(0, 10)] + [record(1, 0)]), "a.parquet")
+    staging.write(records_to_table([record(0, o) for o in range(10, 20)]), "b.parquet")
+    files = staging.files()
+    assert [f.name for f in files] == ["a.parquet", "b.parquet"]
+    assert files[0].ranges == {("t", 0): (0, 9), ("t", 1): (0, 0)}
+    assert overlapping(files) == []
+    # a task that staged offsets 15..24 and died before committing them: the next owner staged 15.. again
+    files.append(FileRanges("c.parquet", {("t", 0): (15, 24)}))
+    assert overlapping(files) == [("t", 0, "b.parquet", "c.parquet")]
+    assert not list(tmp_path.glob("read/.*")), "no hidden half-written file is left behind"
+
+
+def test_a_micro_batch_limit_is_shared_out_and_never_exceeded() -> None:
+    from groupclient.spark.datasource import _within
+
+    a, b, c = (TopicPartition("t", p) for p in range(3))
+    ends = _within(10, {a: 0, b: 0, c: 100}, {a: 2, b: 50, c: 200})
+    assert sum(ends[tp] - start for tp, start in {a: 0, b: 0, c: 100}.items()) == 10
+    assert ends[a] == 2, "a partition with fewer than its share leaves the rest to the others"
+    assert _within(10, {a: 5}, {a: 5}) == {a: 5}
