@@ -45,6 +45,10 @@ def consumer_config(config: Mapping[str, Any], *, group: bool = True) -> dict[st
         raise ConfigurationError(
             "enable_auto_commit must be False (or left out) with groupclient.spark: offsets are committed "
             "after the records were delivered to Spark")
+    if plain.get("group_instance_id") is not None:
+        raise ConfigurationError(
+            "group_instance_id cannot be used with groupclient.spark: every task gets the same configuration, "
+            "so the members would share one static identity and fence each other")
     if group and not plain.get("group_id"):
         raise ConfigurationError("group_id is required: the executors consume as members of a consumer group")
     plain["enable_auto_commit"] = False

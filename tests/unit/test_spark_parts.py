@@ -49,6 +49,8 @@ def test_bad_options_name_what_is_wrong(options: dict[str, str], message: str) -
 def test_settings_that_cannot_travel_as_plain_data_are_refused() -> None:
     with pytest.raises(ConfigurationError, match="value_deserializer cannot be used"):
         consumer_config({"group_id": "g", "value_deserializer": bytes.decode})
+    with pytest.raises(ConfigurationError, match="share one static identity"):
+        consumer_config({"group_id": "g", "group_instance_id": "spark-1"})
     with pytest.raises(ConfigurationError, match="heartbeat_interval_ms must be lower"):
         consumer_config({"group_id": "g", "heartbeat_interval_ms": 50_000})
 
