@@ -113,7 +113,11 @@ class Step:
 
     def check_only_moved_partitions_revoked(self) -> None:
         for m in self.stay:
-            moved = self.before[m.name] - m.assignment
+            # what it held at the mark, or was handed after it (a cooperative round that was
+            # still finishing when the mark was taken), and does not hold now
+            gained = {p for e in ownership_events_since(m, self.marks[m.name]) if e["event"] == "assigned"
+                      for p in e["partitions"]}
+            moved = (self.before[m.name] | gained) - m.assignment
             revoked = revoked_since(m, self.marks[m.name])
             assert revoked == moved, (f"{m.name} held {sorted(self.before[m.name])}, now {sorted(m.assignment)}, "
                                       f"but its listener saw {sorted(revoked)} revoked: "
