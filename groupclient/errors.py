@@ -14,9 +14,20 @@
 - :class:`CommitFailedError`: the commit cannot succeed because the group moved on; the records will
   be redelivered to whoever owns the partitions now.  :class:`RebalanceInProgressError` is the
   kind that says "commit again after the rebalance".
+- :class:`NoBrokersAvailableError`: no bootstrap server answered within ``bootstrap_timeout_ms``.
+
+Every error is also an instance of the matching ``kafka.errors`` class, so a program written
+for kafka-python catches them unchanged: ``ConfigurationError`` is a ``KafkaConfigurationError``,
+``KafkaTimeoutError`` kafka-python's ``KafkaTimeoutError``, and a :class:`BrokerError` is the
+``kafka.errors`` class of its error code (``kafka.errors.for_code``), e.g. a ``RetriableError``
+with code 27 is a ``kafka.errors.RebalanceInProgressError``.  The messages are groupclient's.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+import kafka.errors as kafka_errors
 
 from .protocol.errors import ErrorCode, error_name, known
 
@@ -24,37 +35,79 @@ from .protocol.errors import ErrorCode, error_name, known
 class GroupClientError(Exception):
     """Base class of every error groupclient raises."""
 
+    # kafka-python's KafkaError compares by class and args and so is unhashable, and prefixes
+    # the class name to the message; groupclient errors keep plain exception behaviour
+    __str__ = Exception.__str__
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
 
-class ConfigurationError(GroupClientError, ValueError):
+
+class ConfigurationError(GroupClientError, kafka_errors.KafkaConfigurationError, ValueError):
     pass
 
 
-class ConcurrentAccessError(GroupClientError, RuntimeError):
-    """A consumer is owned by one thread at a time (except ``wakeup()``)."""
+class ConcurrentAccessError(GroupClientError, kafka_errors.IllegalStateError, RuntimeError):
+    """A consumer is owned by one thread at a time (except ``wakeup()``).  kafka-python has no
+    such check; its nearest class is IllegalStateError."""
 
 
-class IllegalStateError(GroupClientError, RuntimeError):
+class IllegalStateError(GroupClientError, kafka_errors.IllegalStateError, RuntimeError):
     pass
 
 
-class WakeupError(GroupClientError):
+class WakeupError(GroupClientError, kafka_errors.KafkaError):
     """``wakeup()`` interrupted a blocking call."""
 
 
-class KafkaTimeoutError(GroupClientError, TimeoutError):
+class KafkaTimeoutError(GroupClientError, kafka_errors.KafkaTimeoutError, TimeoutError):
     pass
 
 
-class BrokerError(GroupClientError):
-    """An error code a broker answered with (``code`` is its number, ``name`` its protocol name)."""
+class NoBrokersAvailableError(KafkaTimeoutError):
+    """No bootstrap server could be reached within bootstrap_timeout_ms.  kafka-python 3.0
+    raises its KafkaTimeoutError ("Unable to bootstrap") at the same point."""
+
+
+# (groupclient class, error code) -> the class that is both; made once, on first use
+_COMBINED: dict[tuple[type[BrokerError], int], type[BrokerError]] = {}
+
+
+def _combined_class(cls: type[BrokerError], code: int) -> type[BrokerError]:
+    key = (cls, code)
+    found = _COMBINED.get(key)
+    if found is None:
+        kafka_cls: type[Exception] = kafka_errors.for_code(code)
+        # named like the groupclient class, so tracebacks and logs read as before
+        found = type(cls.__name__, (cls, kafka_cls), {"__module__": cls.__module__,
+                                                      "__qualname__": cls.__qualname__,
+                                                      "_plain_class": cls})
+        _COMBINED[key] = found
+    return found
+
+
+class BrokerError(GroupClientError, kafka_errors.KafkaError):
+    """An error code a broker answered with (``code`` is its number, ``name`` its protocol name).
+
+    An instance's class is also the ``kafka.errors`` class of its code."""
+
+    _plain_class: Any = None  # set on the combined classes
+
+    def __new__(cls, code: int, message: str = "", *args: Any) -> BrokerError:
+        # ``cls._plain_class or cls``: unpickling and copying call this with the combined class
+        return super().__new__(_combined_class(cls._plain_class or cls, int(code)))
 
     def __init__(self, code: int, message: str = "") -> None:
         self.code: int = known(code) or int(code)  # an ErrorCode when this client knows it
+        self.errno = int(code)  # kafka-python's name for it
         self.name = error_name(code)
+        self.detail = message
         super().__init__(f"{self.name} ({self.code})" + (f": {message}" if message else ""))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self._plain_class or type(self), (int(self.code), self.detail))
 
-class RetriableError(BrokerError):
+
+class RetriableError(BrokerError, kafka_errors.RetriableError):
     pass
 
 
@@ -76,15 +129,22 @@ class NetworkError(RetriableError):
 
     CODE = ErrorCode.NETWORK_EXCEPTION
 
+    def __new__(cls, message: str, *args: Any) -> NetworkError:
+        plain = cls._plain_class or cls
+        return BrokerError.__new__(plain, plain.CODE, message)
+
     def __init__(self, message: str) -> None:
         super().__init__(self.CODE, message)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self._plain_class or type(self), (self.detail,))
 
-class NodeNotReadyError(NetworkError):
+
+class NodeNotReadyError(NetworkError, kafka_errors.NodeNotReadyError):
     """No connection to that node yet."""
 
 
-class DisconnectedError(NetworkError):
+class DisconnectedError(NetworkError, kafka_errors.KafkaConnectionError):
     """The connection closed before the answer came."""
 
 
@@ -98,9 +158,9 @@ class ProtocolError(DisconnectedError):
     """The broker sent bytes this client cannot read; the connection was closed."""
 
 
-class CommitFailedError(GroupClientError):
+class CommitFailedError(GroupClientError, kafka_errors.CommitFailedError):
     pass
 
 
-class RebalanceInProgressError(CommitFailedError):
+class RebalanceInProgressError(CommitFailedError, kafka_errors.RebalanceInProgressError):
     """The group is rebalancing: commit again once the member has rejoined."""

@@ -1,12 +1,27 @@
-"""GroupConsumer settings: kafka-python's names and defaults, checked up front."""
+"""GroupConsumer settings: kafka-python's names and defaults, checked up front.
+
+Checked as kafka-python 3.0 checks them (unknown names, ``fetch_max_wait_ms <
+request_timeout_ms < connections_max_idle_ms``, heartbeat below the session timeout,
+``isolation_level`` by name, number or ``IsolationLevel``, group_instance_id's characters) and
+more strictly where kafka-python would only fail later: types of numbers, bootstrap servers and
+deserializers are checked here, and a misspelt name comes with the nearest real one.
+"""
 
 from __future__ import annotations
 
+import difflib
+import logging
 import math
+import re
 from typing import Any
+
+from kafka.protocol.consumer import IsolationLevel
 
 from .. import __version__
 from ..errors import ConfigurationError
+from .deserializers import check_deserializer
+
+log = logging.getLogger("groupclient.consumer")
 
 DEFAULTS: dict[str, Any] = {
     "bootstrap_servers": "localhost",
@@ -42,12 +57,21 @@ DEFAULTS: dict[str, Any] = {
     "exclude_internal_topics": True,
     "bootstrap_timeout_ms": 30000,
     "security_protocol": "PLAINTEXT",
+    # no eager bootstrap in the constructor when set, as in kafka-python; versions are still
+    # negotiated per connection with ApiVersions
+    "api_version": None,
+    "connections_max_idle_ms": 9 * 60 * 1000,
+    "metrics_enabled": True,
+    # KIP-42 consumer interceptors (see interceptors.py) and the rebalance event callback
+    # (see rebalance_events.py): groupclient's own, not kafka-python's
+    "interceptors": (),
+    "rebalance_event_callback": None,
 }
 
 # kafka-python settings accepted so configurations carry over, but with no effect here.
 IGNORED = {
-    "api_version", "client_dns_lookup", "connections_max_idle_ms", "enable_incremental_fetch_sessions",
-    "kafka_client", "metric_group_prefix", "metric_reporters", "metrics_enabled", "metrics_num_samples",
+    "client_dns_lookup", "enable_incremental_fetch_sessions",
+    "kafka_client", "metric_group_prefix", "metric_reporters", "metrics_num_samples",
     "metrics_sample_window_ms", "receive_buffer_bytes", "receive_message_max_bytes", "selector", "send_buffer_bytes",
     "socket_options",
 }
@@ -61,10 +85,54 @@ UNSUPPORTED = {
 }
 
 
+_LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+_KNOWN = set(DEFAULTS) | IGNORED | set(UNSUPPORTED)
+
+
+def _unknown_names_error(unknown: set[str]) -> ConfigurationError:
+    hints = []
+    for name in sorted(unknown):
+        close = difflib.get_close_matches(name.replace(".", "_").replace("-", "_").lower(), _KNOWN, n=1, cutoff=0.75)
+        hints.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+    return ConfigurationError(f"unrecognized configs: {', '.join(hints)}")
+
+
+def check_name(kind: str, name: Any) -> str:
+    """Kafka's rule for topic names (Topic.java), also kafka-python's for group_instance_id."""
+    if not isinstance(name, str):
+        raise ConfigurationError(f"{kind} must be a string, not {type(name).__name__} {name!r}")
+    if not name or name in (".", ".."):
+        raise ConfigurationError(f"{kind} must be a non-empty string other than '.' and '..', not {name!r}")
+    if len(name) > 249:
+        raise ConfigurationError(f"{kind} is longer than 249 characters: {name[:40]!r}...")
+    if not _LEGAL_NAME.match(name):
+        raise ConfigurationError(
+            f"{kind} {name!r} is illegal: it contains a character other than ASCII alphanumerics, '.', '_' and '-'")
+    return name
+
+
+def _check_bootstrap(value: Any) -> None:
+    if isinstance(value, str):
+        if value.strip():
+            return
+    elif isinstance(value, (list, tuple)) and value and all(isinstance(v, str) and v.strip() for v in value):
+        return
+    raise ConfigurationError(f"bootstrap_servers must be 'host[:port]' or a list of them, not {value!r}")
+
+
+def _isolation_level(value: Any) -> str:
+    try:
+        level = IsolationLevel.build_from(value)
+    except (ValueError, TypeError):
+        raise ConfigurationError(
+            f"unrecognized isolation_level {value!r}: use 'read_uncommitted' or 'read_committed'") from None
+    return "read_committed" if level == IsolationLevel.READ_COMMITTED else "read_uncommitted"
+
+
 def build_config(configs: dict[str, Any]) -> dict[str, Any]:
-    unknown = set(configs) - set(DEFAULTS) - IGNORED - set(UNSUPPORTED)
+    unknown = set(configs) - _KNOWN
     if unknown:
-        raise ConfigurationError(f"unrecognized configs: {sorted(unknown)}")
+        raise _unknown_names_error(unknown)
     for key, off in UNSUPPORTED.items():
         if key in configs and configs[key] != off:
             raise ConfigurationError(f"{key} is not supported by groupclient (plaintext connections only)")
@@ -76,9 +144,11 @@ def build_config(configs: dict[str, Any]) -> dict[str, Any]:
     if config["auto_offset_reset"] not in ("earliest", "latest", "none"):
         raise ConfigurationError(f"auto_offset_reset must be 'earliest', 'latest' or 'none', "
                                  f"not {config['auto_offset_reset']!r}")
-    if config["isolation_level"] not in ("read_uncommitted", "read_committed"):
-        raise ConfigurationError("isolation_level must be 'read_uncommitted' or 'read_committed'")
-    for key in ("request_timeout_ms", "session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms",
+    config["isolation_level"] = _isolation_level(config["isolation_level"])
+    _check_bootstrap(config["bootstrap_servers"])
+    for key in ("key_deserializer", "value_deserializer"):
+        check_deserializer(key, config[key])
+    for key in ("request_timeout_ms", "connections_max_idle_ms", "bootstrap_timeout_ms", "session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms",
                 "max_poll_records", "fetch_max_bytes", "max_partition_fetch_bytes", "auto_commit_interval_ms",
                 "max_in_flight_requests_per_connection", "metadata_max_age_ms"):
         value = config[key]
@@ -89,15 +159,44 @@ def build_config(configs: dict[str, Any]) -> dict[str, Any]:
         value = config[key]
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ConfigurationError(f"{key} must be a non-negative integer, not {value!r}")
+    if not config["fetch_max_wait_ms"] < config["request_timeout_ms"] < config["connections_max_idle_ms"]:
+        raise ConfigurationError(
+            f"connections_max_idle_ms ({config['connections_max_idle_ms']}) must be larger than request_timeout_ms "
+            f"({config['request_timeout_ms']}) which must be larger than fetch_max_wait_ms ({config['fetch_max_wait_ms']})")
     if config["heartbeat_interval_ms"] >= config["session_timeout_ms"]:
-        raise ConfigurationError("heartbeat_interval_ms must be lower than session_timeout_ms")
+        raise ConfigurationError(f"heartbeat_interval_ms ({config['heartbeat_interval_ms']}) must be lower than "
+                                 f"session_timeout_ms ({config['session_timeout_ms']})")
+    if config["group_id"] is not None and config["heartbeat_interval_ms"] > config["session_timeout_ms"] / 3:
+        log.warning("heartbeat_interval_ms is high relative to session_timeout_ms (%s v %s): one lost heartbeat "
+                    "may cost the member its partitions; a third of the session timeout or less is usual",
+                    config["heartbeat_interval_ms"], config["session_timeout_ms"])
+    timeout = config["consumer_timeout_ms"]
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+        raise ConfigurationError(f"consumer_timeout_ms must be a non-negative number, not {timeout!r}")
+    _check_api_version(config["api_version"])
     if config["group_instance_id"] is not None:
         if config["group_id"] is None:
             raise ConfigurationError("group_instance_id requires group_id")
-        if not isinstance(config["group_instance_id"], str) or config["group_instance_id"] in ("", ".", ".."):
-            raise ConfigurationError("group_instance_id must be a non-empty string other than '.' and '..'")
+        check_name("group_instance_id", config["group_instance_id"])
     if config["client_rack"] is not None and (not isinstance(config["client_rack"], str) or not config["client_rack"]):
         raise ConfigurationError(f"client_rack must be a non-empty string or None, not {config['client_rack']!r}")
     if config["group_id"] is not None and (not isinstance(config["group_id"], str) or not config["group_id"]):
         raise ConfigurationError("group_id must be a non-empty string or None")
+    interceptors = config["interceptors"]
+    if interceptors is None:
+        interceptors = ()
+    if not isinstance(interceptors, (list, tuple)):
+        raise ConfigurationError(f"interceptors must be a list, not {type(interceptors).__name__}")
+    config["interceptors"] = tuple(interceptors)
+    callback = config["rebalance_event_callback"]
+    if callback is not None and not callable(callback):
+        raise ConfigurationError("rebalance_event_callback must be callable or None")
     return config
+
+
+def _check_api_version(value: Any) -> None:
+    if value is None or (isinstance(value, tuple) and value and all(isinstance(v, int) for v in value)):
+        return
+    if isinstance(value, str) and re.fullmatch(r"\d+(\.\d+)*", value):
+        return
+    raise ConfigurationError(f"api_version must be None, a tuple of ints or a 'x.y.z' string, not {value!r}")

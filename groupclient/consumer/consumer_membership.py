@@ -28,6 +28,7 @@ from ..protocol.consumer_protocol import (
 from ..protocol.error_table import Action, action_for, error_for
 from ..protocol.errors import error_name
 from .listener import ListenerCalls
+from .rebalance_events import RebalanceRecorder
 from .subscription import SubscriptionState
 
 log = logging.getLogger("groupclient.consumer")
@@ -59,6 +60,11 @@ class ConsumerMembership:
         # what the last JoinGroup said this member owns: a cooperative leader holds back those
         # it moves elsewhere until this member rejoins without them
         self._claimed: set[TopicPartition] = set()
+        # interceptors' on_commit; successful commits wait here for the application thread
+        self.on_commit: Callable[[dict[TopicPartition, OffsetAndMetadata]], None] | None = None
+        self._succeeded_commits: deque[dict[TopicPartition, OffsetAndMetadata]] = deque()
+        self.events = RebalanceRecorder()
+        listener_calls.observer = self.events.listener_called
         self.completed_commits: deque[tuple[CommitCallback, dict[TopicPartition, OffsetAndMetadata], Exception | None]] = deque()
 
     @property
@@ -122,6 +128,15 @@ class ConsumerMembership:
         self.assigned_snapshot = {t: len(p) if (p := metadata.partitions_for_topic(t)) else -1 for t in group_topics}
 
     def on_join_prepare(self, generation: Generation, timer: Timer) -> bool:
+        clock = self.membership.clock
+        started = clock.monotonic_ms()
+        self.events.preparing(started)
+        try:
+            return self._prepare_join(generation, timer)
+        finally:
+            self.events.prepared(started, clock.monotonic_ms())
+
+    def _prepare_join(self, generation: Generation, timer: Timer) -> bool:
         """Before a JoinGroup (Java's onJoinPrepare): commit what the application was given, then
         give partitions up: all of them under EAGER; under COOPERATIVE only those of topics no
         longer subscribed, unless the generation was lost, when all of them are lost."""
@@ -224,7 +239,12 @@ class ConsumerMembership:
                                                "rebalance; rejoining so that they are handed on")
         else:
             self.listener_calls.call("on_partitions_assigned", partitions)
-        self.next_auto_commit_ms = self.membership.clock.monotonic_ms() + self.auto_commit_interval_ms
+        now = self.membership.clock.monotonic_ms()
+        self.next_auto_commit_ms = now + self.auto_commit_interval_ms
+        reason, join_started, sync_sent = self.membership.rebalance_timing()
+        self.events.emit(self.events.complete(
+            self.membership.config.group_id, generation.member_id, generation.generation_id, reason,
+            generation.protocol_name or "", self.protocol.value, partitions, join_started, sync_sent, now))
 
     def _commit_revoked(self, generation: Generation, revoked: set[TopicPartition]) -> None:
         if not self.enable_auto_commit:
@@ -276,7 +296,11 @@ class ConsumerMembership:
                 topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=p) for t, p in by_topic.items()])
 
         future = self.membership.send_to_coordinator(OffsetCommitRequest, OffsetCommitResponse, build)
-        return future.compose(lambda r, f: self._handle_commit(r, f, generation))
+        committed: RequestFuture[None] = future.compose(lambda r, f: self._handle_commit(r, f, generation))
+        if self.on_commit is not None:
+            # told on the application thread, by invoke_completed_commit_callbacks
+            committed.add_callback(lambda _: self._succeeded_commits.append(offsets))
+        return committed
 
     def _handle_commit(self, response: Any, future: RequestFuture[None], sent: Generation) -> None:
         for topic in response.topics:
@@ -344,6 +368,9 @@ class ConsumerMembership:
         return future
 
     def invoke_completed_commit_callbacks(self) -> None:
+        """On the application thread: interceptors' on_commit, then commit_async callbacks."""
+        while self._succeeded_commits and self.on_commit is not None:
+            self.on_commit(self._succeeded_commits.popleft())
         while self.completed_commits:
             callback, offsets, error = self.completed_commits.popleft()
             callback(offsets, error)

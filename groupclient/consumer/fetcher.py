@@ -9,29 +9,31 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from kafka.consumer.fetcher import ConsumerRecord
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
-from kafka.structs import TopicPartition
+from kafka.structs import OffsetAndTimestamp, TopicPartition
 
 from ..clock import Timer
 from ..errors import ConfigurationError, KafkaTimeoutError
 from ..network.transport import Transport
 from ..network.future import RequestFuture
 from ..protocol.apis import ApiKey
-from ..protocol.error_table import Action, action_for
+from ..protocol.error_table import Action, action_for, error_for
 from ..protocol.errors import error_name
+from .deserializers import bind
 from .records import decode_records
 from .subscription import SubscriptionState
 
 log = logging.getLogger("groupclient.consumer")
 
 EARLIEST, LATEST = -2, -1
-Deserializer = Callable[[bytes], Any] | None
+# a key_deserializer or value_deserializer as configured (see deserializers.py)
+UserDeserializer = Any
 
 
 class NoOffsetForPartitionError(ConfigurationError):
@@ -46,8 +48,8 @@ class FetchConfig:
     max_partition_fetch_bytes: int
     isolation_level: int
     check_crcs: bool
-    key_deserializer: Deserializer
-    value_deserializer: Deserializer
+    key_deserializer: UserDeserializer
+    value_deserializer: UserDeserializer
 
 
 class CompletedFetch:
@@ -55,8 +57,9 @@ class CompletedFetch:
         self.tp = tp
         self.fetch_offset = fetch_offset
         self._records: Iterator[ConsumerRecord] = decode_records(
-            data, fetch_offset, tp.topic, tp.partition, config.key_deserializer, config.value_deserializer,
-            config.check_crcs)
+            data, fetch_offset, tp.topic, tp.partition,
+            bind("key_deserializer", config.key_deserializer, tp.topic),
+            bind("value_deserializer", config.value_deserializer, tp.topic), config.check_crcs)
         self._peeked: ConsumerRecord | None = None
 
     def take(self, limit: int) -> list[ConsumerRecord]:
@@ -210,8 +213,16 @@ class Fetcher:
 
     # -- offsets by time (resets, beginning/end offsets) ------------------------------------
     def list_offsets(self, timestamps: dict[TopicPartition, int], timer: Timer) -> dict[TopicPartition, int]:
-        """ListOffsets to each partition's leader; -1 earliest... returns the offsets found."""
-        found: dict[TopicPartition, int] = {}
+        """ListOffsets to each partition's leader (-2 earliest, -1 latest, else a timestamp):
+        the offsets found (-1 where a timestamp is past the last record)."""
+        return {tp: found.offset for tp, found in self.list_offsets_by_time(timestamps, timer).items()}
+
+    def list_offsets_by_time(self, timestamps: dict[TopicPartition, int],
+                             timer: Timer) -> dict[TopicPartition, OffsetAndTimestamp]:
+        """As :meth:`list_offsets`, with the timestamp and leader epoch of each answer.  Leader
+        moves and unknown partitions are retried until the timer ends; any other error code
+        (topic authorization...) is raised at once."""
+        found: dict[TopicPartition, OffsetAndTimestamp] = {}
         pending = dict(timestamps)
         while pending:
             by_node: dict[int, dict[TopicPartition, int]] = {}
@@ -228,6 +239,9 @@ class Fetcher:
             if futures:
                 for f in futures:
                     self.client.poll_until(f, timer)
+                    if f.failed() and not f.retriable():
+                        assert f.exception is not None
+                        raise f.exception
             else:
                 metadata_future = self.client.maybe_update_metadata()
                 self.client.poll_until(metadata_future, Timer(self.client.clock, min(timer.remaining_ms(), 100)))
@@ -236,7 +250,7 @@ class Fetcher:
                 raise KafkaTimeoutError(f"no offsets for {sorted(pending)} in time")
         return found
 
-    def _send_list_offsets(self, node: int, wanted: dict[TopicPartition, int]) -> RequestFuture[dict[TopicPartition, int]]:
+    def _send_list_offsets(self, node: int, wanted: dict[TopicPartition, int]) -> RequestFuture[dict[TopicPartition, OffsetAndTimestamp]]:
         by_topic: dict[str, list[Any]] = {}
         for tp, ts in wanted.items():
             by_topic.setdefault(tp.topic, []).append(ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
@@ -247,16 +261,24 @@ class Fetcher:
                                       topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=p)
                                               for t, p in by_topic.items()])
 
-        def handle(response: Any, future: RequestFuture[dict[TopicPartition, int]]) -> None:
+        def handle(response: Any, future: RequestFuture[dict[TopicPartition, OffsetAndTimestamp]]) -> None:
             result = {}
             for t in response.topics:
                 for p in t.partitions:
                     if p.error_code:
-                        if action_for(p.error_code, ApiKey.LIST_OFFSETS) is Action.REFRESH_METADATA:
+                        action = action_for(p.error_code, ApiKey.LIST_OFFSETS)
+                        if action is Action.REFRESH_METADATA:
                             self.client.metadata.request_update()
+                        elif action is not Action.RETRY:
+                            return future.failure(error_for(p.error_code, ApiKey.LIST_OFFSETS,
+                                                            f"ListOffsets for {t.name}-{p.partition_index}"))
                         continue
-                    offset = p.offset if response.version >= 1 else (p.old_style_offsets or [-1])[0]
-                    result[TopicPartition(t.name, p.partition_index)] = offset
+                    if response.version >= 1:
+                        offset, timestamp = p.offset, p.timestamp
+                    else:
+                        offset, timestamp = (p.old_style_offsets or [-1])[0], -1
+                    epoch = getattr(p, "leader_epoch", -1)
+                    result[TopicPartition(t.name, p.partition_index)] = OffsetAndTimestamp(offset, timestamp, epoch)
             future.success(result)
 
         return self.client.send(node, ListOffsetsRequest, ListOffsetsResponse, build).compose(handle)

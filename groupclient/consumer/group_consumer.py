@@ -1,26 +1,29 @@
 """``GroupConsumer``: kafka-python's ``KafkaConsumer`` group API on groupclient's own internals.
 
 Change ``from kafka import KafkaConsumer`` to ``from groupclient import GroupConsumer as
-KafkaConsumer`` and group consumption works the same: same constructor, config names, defaults
-and methods.  One thread owns a consumer at a time (``ConcurrentAccessError`` otherwise);
-``wakeup()`` is the one method other threads may call.
+KafkaConsumer`` and consumption works the same: same constructor, config names, defaults and
+methods, and errors that are kafka-python's classes too.  One thread owns a consumer at a time
+(``ConcurrentAccessError`` otherwise); ``wakeup()``, ``assignment()``, ``group_metadata()``,
+``metrics()`` and ``bootstrap_connected()`` may be called from any thread.  docs/migration.md
+lists every difference from kafka-python and why.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any
 
 from kafka.consumer.fetcher import ConsumerRecord
-from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+from kafka.structs import ConsumerGroupMetadata, MemberState, OffsetAndMetadata, TopicPartition
 
 from ..assignors.base import RebalanceProtocol
 from ..assignors.registry import resolve_assignors
 from ..clock import Clock, SystemClock, Timer
-from ..errors import CommitFailedError, ConfigurationError, IllegalStateError, KafkaTimeoutError
+from ..errors import CommitFailedError, ConfigurationError, IllegalStateError
+from ..member.member_state import MemberState as MemberPhase
 from .consumer_membership import CommitCallback, ConsumerMembership
 from ..member.heartbeat_thread import HeartbeatThread
 from ..member.membership import GroupMembership
@@ -28,10 +31,15 @@ from ..member.types import GroupConfig
 from ..network.client import NetworkClient, NetworkConfig, parse_bootstrap
 from ..network.future import RequestFuture
 from ..network.io import IOBackend
-from .config import build_config
-from .fetcher import EARLIEST, LATEST, FetchConfig, Fetcher
+from .config import build_config, check_name
+from .fetcher import FetchConfig, Fetcher
+from .interceptors import InterceptorChain
 from .listener import ListenerCalls
+from .metrics import ConsumerMetrics
 from .ownership import ThreadOwnership
+from .positions import PositionControl
+from .queries import ArgumentTypeError, ClusterQueries, check_partition
+from .rebalance_events import RebalanceEvent
 from .subscription import SubscriptionState, SubscriptionType
 
 log = logging.getLogger("groupclient.consumer")
@@ -39,13 +47,22 @@ log = logging.getLogger("groupclient.consumer")
 Records = dict[TopicPartition, list[ConsumerRecord]]
 
 
+# kafka-python's three member states, from groupclient's four
+_KAFKA_PYTHON_STATE = {
+    MemberPhase.UNJOINED: MemberState.UNJOINED, MemberPhase.PREPARING_REBALANCE: MemberState.REBALANCING,
+    MemberPhase.COMPLETING_REBALANCE: MemberState.REBALANCING, MemberPhase.STABLE: MemberState.STABLE,
+}
+
+
 class GroupMetadata(ConsumerGroupMetadata):  # type: ignore[misc]  # kafka-python's namedtuple is untyped
-    """kafka-python's ConsumerGroupMetadata, with the member's state as ``.state``."""
+    """kafka-python's ConsumerGroupMetadata (``state`` is kafka-python's MemberState:
+    '<unjoined>', '<rebalancing>' or '<stable>'), plus ``phase``: groupclient's finer member
+    state (unjoined, preparing-rebalance, completing-rebalance, stable)."""
 
-    state: str = "unjoined"
+    phase: str = "unjoined"
 
 
-class GroupConsumer:
+class GroupConsumer(ClusterQueries, PositionControl):
     def __init__(self, *topics: str, clock: Clock | None = None, io: IOBackend | None = None,
                  **configs: Any) -> None:
         """``clock`` and ``io`` are for tests: the simulator in :mod:`groupclient.testing` passes
@@ -56,13 +73,17 @@ class GroupConsumer:
             bootstrap = parse_bootstrap(cfg["bootstrap_servers"])
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
+        self._interceptors = InterceptorChain(cfg["interceptors"])
         self._clock = clock or SystemClock()
+        self._metrics = ConsumerMetrics(self._clock.monotonic_ms) if cfg["metrics_enabled"] else None
         self._ownership = ThreadOwnership()
         self._closed = False
         self._client = NetworkClient(NetworkConfig(
             bootstrap, cfg["client_id"], cfg["request_timeout_ms"], cfg["reconnect_backoff_ms"],
             cfg["reconnect_backoff_max_ms"], cfg["max_in_flight_requests_per_connection"],
             cfg["metadata_max_age_ms"], cfg["allow_auto_create_topics"], cfg["retry_backoff_ms"]), self._clock, io=io)
+        if self._metrics is not None:
+            self._client.observer = self._metrics.on_request_done
         self._subscription = SubscriptionState(cfg["auto_offset_reset"])
         self._listener_calls = ListenerCalls()
         self._fetcher = Fetcher(self._client, self._subscription, FetchConfig(
@@ -83,21 +104,46 @@ class GroupConsumer:
             self._membership.keeps_partitions_while_rejoining = \
                 self._consumer_membership.protocol is RebalanceProtocol.COOPERATIVE
             self._consumer_membership.drop_fetched = lambda: self._fetcher.drop_buffered(set())
+            if self._interceptors:
+                self._consumer_membership.on_commit = self._interceptors.on_commit
+            callbacks = self._consumer_membership.events.callbacks
+            if self._metrics is not None:
+                metrics = self._metrics
+                callbacks.append(lambda event: metrics.on_rebalance(event.total_ms, failed=False))
+            if cfg["rebalance_event_callback"] is not None:
+                callbacks.append(cfg["rebalance_event_callback"])
         self._iterator: Iterator[ConsumerRecord] | None = None
+        if cfg["api_version"] is None:
+            # kafka-python's constructor fails when no broker answers within bootstrap_timeout_ms
+            try:
+                self._client.bootstrap(cfg["bootstrap_timeout_ms"])
+            except BaseException:
+                self._client.close()
+                raise
         if topics:
             self.subscribe(list(topics))
 
     # -- subscription --------------------------------------------------------------------
     def subscribe(self, topics: Iterable[str] | str = (), pattern: str | None = None, listener: Any = None) -> None:
+        """Subscribe to topics or a regex pattern.  With a group_id the group assigns the
+        partitions; without one the consumer takes every partition of them (kafka-python's
+        group-less consumption: nothing is committed)."""
         with self._ownership.acquired():
             self._ensure_open()
-            if self._consumer_membership is None:
-                raise IllegalStateError("subscribe() needs a group_id; use assign() without one")
-            names = [topics] if isinstance(topics, str) else list(topics)
+            if self._subscription.type is SubscriptionType.USER_ASSIGNED:
+                raise IllegalStateError("subscribe() after assign(): call unsubscribe() first")
+            if isinstance(topics, str):
+                names = [topics]
+            elif isinstance(topics, Iterable):
+                names = list(topics)
+            else:
+                raise ArgumentTypeError(f"topics must be a topic name or a list of them, not {topics!r}")
             if bool(names) == bool(pattern):
                 raise ConfigurationError("subscribe() takes topics or a pattern, exactly one of them")
-            if any(not isinstance(t, str) or not t for t in names):
-                raise ConfigurationError(f"topic names must be non-empty strings: {names!r}")
+            for name in names:
+                check_name("topic name", name)
+            if pattern is not None and not isinstance(pattern, str):
+                raise ArgumentTypeError(f"pattern must be a string, not {pattern!r}")
             try:
                 compiled = re.compile(pattern) if pattern is not None else None
             except re.error as exc:
@@ -106,8 +152,7 @@ class GroupConsumer:
             self._subscription.subscribe(set(names), compiled)
             self._listener_calls.listener = listener
             self._client.set_topics(None if compiled is not None else set(names))
-            assert self._membership is not None
-            if self._subscription.topics != before:
+            if self._membership is not None and self._subscription.topics != before:
                 # also while a JoinGroup is under way: that join carries the old subscription
                 self._membership.request_rejoin(f"subscription changed to {sorted(self._subscription.topics)}")
 
@@ -126,10 +171,12 @@ class GroupConsumer:
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         with self._ownership.acquired():
             self._ensure_open()
-            wanted = set(partitions)
-            if not all(isinstance(tp, tuple) and len(tp) == 2 for tp in wanted):
-                raise ConfigurationError("assign() takes TopicPartition values")
-            self._subscription.assign_from_user({TopicPartition(*tp) for tp in wanted})
+            if self._subscription.is_group_subscribed():
+                raise IllegalStateError("assign() after subscribe(): call unsubscribe() first")
+            if not isinstance(partitions, Iterable):
+                raise ArgumentTypeError(f"assign() takes a list of TopicPartition, not {partitions!r}")
+            wanted = {check_partition(tp) for tp in partitions}
+            self._subscription.assign_from_user(wanted)
             self._fetcher.drop_buffered(wanted)
             self._client.set_topics({tp.topic for tp in wanted})
 
@@ -149,7 +196,15 @@ class GroupConsumer:
             if timeout_ms < 0:
                 raise ConfigurationError("timeout_ms must not be negative")
             limit = max_records or self.config["max_poll_records"]
-            return self._poll_records(Timer(self._clock, timeout_ms), limit, update_offsets)
+            records = self._poll_records(Timer(self._clock, timeout_ms), limit, update_offsets)
+            if records and self._metrics is not None:
+                self._metrics.on_records_delivered(
+                    sum(len(batch) for batch in records.values()),
+                    sum(max(r.serialized_key_size, 0) + max(r.serialized_value_size, 0)
+                        for batch in records.values() for r in batch))
+            if records and self._interceptors:
+                records = self._interceptors.on_consume(records)
+            return records
 
     def _poll_records(self, timer: Timer, limit: int, delivered: bool) -> Records:
         while True:
@@ -184,6 +239,8 @@ class GroupConsumer:
         group, membership = self._consumer_membership, self._membership
         if group is not None:
             group.invoke_completed_commit_callbacks()
+        if membership is None and self._subscription.is_group_subscribed():
+            return self._assign_all_partitions(timer)
         if group is None or membership is None or not self._subscription.is_group_subscribed():
             if group is not None:
                 group.maybe_auto_commit(self._clock.monotonic_ms())
@@ -220,6 +277,21 @@ class GroupConsumer:
         membership.send_heartbeat_if_due(self._clock.monotonic_ms())
         return True
 
+    def _assign_all_partitions(self, timer: Timer) -> bool:
+        """Without a group_id a subscription is every partition of the topics (kafka-python's
+        group-less consumption), following the metadata as topics and partitions come and go."""
+        if not self._wait_for_topic_metadata(timer):
+            return False
+        metadata = self._client.metadata
+        if self._subscription.pattern is not None:
+            self._subscription.match_pattern(metadata.topics())
+        wanted = {TopicPartition(topic, p) for topic in self._subscription.topics
+                  for p in (metadata.partitions_for_topic(topic) or ())}
+        if wanted != self._subscription.assigned():
+            log.info("consuming without a group: %s", sorted(f"{tp.topic}-{tp.partition}" for tp in wanted))
+            self._subscription.set_group_assignment(wanted)
+        return True
+
     def _wait_for_topic_metadata(self, timer: Timer) -> bool:
         """Before the first join, know the partitions of the subscribed topics (bounded by timer)."""
         metadata = self._client.metadata
@@ -243,33 +315,6 @@ class GroupConsumer:
         assert self._consumer_membership is not None
         self._consumer_membership.on_ownership_lost("poll() was not called within max_poll_interval_ms")
 
-    def _positions_known_in_time(self, timer: Timer) -> bool:
-        """Inside poll(), running out of time while looking up positions is not an error: the
-        next poll goes on from where this one stopped."""
-        try:
-            self._update_fetch_positions(timer)
-        except KafkaTimeoutError:
-            return False
-        return True
-
-    def _update_fetch_positions(self, timer: Timer) -> None:
-        missing = self._subscription.missing_positions()
-        if missing:
-            if self._consumer_membership is not None:
-                committed = self._consumer_membership.fetch_committed(missing, timer)
-                for tp in missing:
-                    found = committed.get(tp)
-                    if not self._subscription.is_assigned(tp):
-                        continue
-                    if found is not None:
-                        self._subscription.seek(tp, found.offset, found.leader_epoch)
-                    else:
-                        self._subscription.request_reset(tp)
-            else:
-                for tp in missing:
-                    self._subscription.request_reset(tp)
-        self._fetcher.reset_positions(timer)
-
     def __iter__(self) -> GroupConsumer:
         return self
 
@@ -290,55 +335,6 @@ class GroupConsumer:
             self._iterator = iter([r for records in batch.values() for r in records])
             if not batch and timer.expired():
                 raise StopIteration
-
-    # -- positions -----------------------------------------------------------------------
-    def position(self, partition: TopicPartition, timeout_ms: int | None = None) -> int:
-        with self._ownership.acquired():
-            self._ensure_open()
-            timer = Timer(self._clock, timeout_ms)
-            while (offset := self._subscription.position(partition)) is None:
-                self._update_fetch_positions(timer)
-                if self._subscription.position(partition) is None:
-                    if timer.expired():
-                        raise KafkaTimeoutError(f"no position for {partition} in time")
-                    self._client.poll_until(None, Timer(self._clock, min(timer.remaining_ms(), 100)))
-            return offset
-
-    def highwater(self, partition: TopicPartition) -> int | None:
-        with self._ownership.acquired():
-            return self._subscription.high_watermark(partition)
-
-    def seek(self, partition: TopicPartition, offset: int) -> None:
-        with self._ownership.acquired():
-            if not isinstance(offset, int) or offset < 0:
-                raise ConfigurationError(f"offset must be a non-negative integer, not {offset!r}")
-            self._subscription.seek(partition, offset)
-            self._iterator = None  # records fetched before the seek are not the ones to return
-
-    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
-        self._seek_to("earliest", partitions)
-
-    def seek_to_end(self, *partitions: TopicPartition) -> None:
-        self._seek_to("latest", partitions)
-
-    def _seek_to(self, where: str, partitions: tuple[TopicPartition, ...]) -> None:
-        with self._ownership.acquired():
-            for tp in partitions or tuple(self._subscription.assigned()):
-                self._subscription.request_reset(tp, where)
-
-    def pause(self, *partitions: TopicPartition) -> None:
-        with self._ownership.acquired():
-            for tp in partitions:
-                self._subscription.pause(tp)
-
-    def resume(self, *partitions: TopicPartition) -> None:
-        with self._ownership.acquired():
-            for tp in partitions:
-                self._subscription.resume(tp)
-
-    def paused(self) -> set[TopicPartition]:
-        with self._ownership.acquired():
-            return self._subscription.paused()
 
     # -- offsets -------------------------------------------------------------------------
     def _group(self) -> ConsumerMembership:
@@ -381,58 +377,16 @@ class GroupConsumer:
 
     def committed(self, partition: TopicPartition, metadata: bool = False,
                   timeout_ms: int | None = None) -> int | OffsetAndMetadata | None:
+        """The group's committed offset; waits at most ``timeout_ms`` (None: request_timeout_ms),
+        then KafkaTimeoutError."""
+        partition = check_partition(partition)
         with self._ownership.acquired():
             self._ensure_open()
-            found = self._group().fetch_committed({partition}, Timer(self._clock, timeout_ms)).get(partition)
+            group = self._group()
+            found = group.fetch_committed({partition}, self._default_timer(timeout_ms)).get(partition)
             if found is None:
                 return None
             return found if metadata else found.offset
-
-    def beginning_offsets(self, partitions: Iterable[TopicPartition], timeout_ms: int | None = None) -> dict[TopicPartition, int]:
-        return self._offsets_at(EARLIEST, partitions, timeout_ms)
-
-    def end_offsets(self, partitions: Iterable[TopicPartition], timeout_ms: int | None = None) -> dict[TopicPartition, int]:
-        return self._offsets_at(LATEST, partitions, timeout_ms)
-
-    def _offsets_at(self, timestamp: int, partitions: Iterable[TopicPartition], timeout_ms: int | None) -> dict[TopicPartition, int]:
-        with self._ownership.acquired():
-            self._ensure_open()
-            wanted = list(partitions)
-            timer = Timer(self._clock, timeout_ms if timeout_ms is not None else self.config["request_timeout_ms"])
-            self._ensure_metadata_for({tp.topic for tp in wanted}, timer)
-            return self._fetcher.list_offsets({tp: timestamp for tp in wanted}, timer)
-
-    def _ensure_metadata_for(self, topics: set[str], timer: Timer) -> None:
-        metadata = self._client.metadata
-        if topics - metadata.topics():
-            self._client.set_topics(None if self._subscription.pattern else
-                                    self._subscription.topics | self._subscription.group_topics | topics)
-        while topics - metadata.topics() - set(metadata.unavailable):
-            future = self._client.maybe_update_metadata()
-            self._client.poll_until(future, Timer(self._clock, min(timer.remaining_ms(), 100)))
-            if timer.expired():
-                raise KafkaTimeoutError(f"no metadata for {sorted(topics - metadata.topics())} in time")
-
-    def topics(self) -> set[str]:
-        with self._ownership.acquired():
-            self._client.set_topics(None)
-            self._ensure_metadata_for(set(), Timer(self._clock, self.config["request_timeout_ms"]))
-            timer = Timer(self._clock, self.config["request_timeout_ms"])
-            self._client.metadata.request_update()
-            future = self._client.maybe_update_metadata()
-            while future is None and not timer.expired():
-                self._client.poll_until(None, Timer(self._clock, 50))
-                future = self._client.maybe_update_metadata()
-            self._client.poll_until(future, timer)
-            return {t for t in self._client.metadata.topics() if not t.startswith("__")}
-
-    def partitions_for_topic(self, topic: str) -> set[int] | None:
-        with self._ownership.acquired():
-            try:
-                self._ensure_metadata_for({topic}, Timer(self._clock, self.config["request_timeout_ms"]))
-            except KafkaTimeoutError:
-                return None
-            return self._client.metadata.partitions_for_topic(topic)
 
     # -- group ---------------------------------------------------------------------------
     def enforce_rebalance(self, reason: str = "the application asked for a rebalance") -> None:
@@ -442,16 +396,23 @@ class GroupConsumer:
             self._membership.request_rejoin(reason)
 
     def group_metadata(self) -> GroupMetadata:
-        """The member's group id, generation and member id, plus ``.state`` (the member's own
-        state: unjoined, preparing-rebalance, completing-rebalance or stable).  Safe to call from
-        any thread."""
+        """The member's group id, generation, member id, instance id and state, as kafka-python's
+        ConsumerGroupMetadata (plus ``.phase``).  Without a group_id: group_id None, unjoined.
+        Safe to call from any thread."""
         if self._membership is None:
-            raise IllegalStateError("group_metadata() needs a group_id")
+            return GroupMetadata(None, -1, "", None, MemberState.UNJOINED)
         generation, state = self._membership.generation_and_state()
         metadata = GroupMetadata(self.config["group_id"], generation.generation_id, generation.member_id,
-                                 self.config["group_instance_id"])
-        metadata.state = state.value
+                                 self.config["group_instance_id"], _KAFKA_PYTHON_STATE[state])
+        metadata.phase = state.value
         return metadata
+
+    def add_rebalance_event_callback(self, callback: Callable[[RebalanceEvent], Any]) -> None:
+        """Also call ``callback`` with every rebalance's :class:`RebalanceEvent` (on the thread
+        running poll(); an exception is logged).  Same as the rebalance_event_callback config."""
+        if self._consumer_membership is None:
+            raise IllegalStateError("rebalance events need a group_id")
+        self._consumer_membership.events.callbacks.append(callback)
 
     def wakeup(self) -> None:
         """Thread-safe: make a blocking call in the owning thread raise WakeupError."""
@@ -500,13 +461,16 @@ class GroupConsumer:
             finally:
                 self._closed = True
                 self._client.close()
+                self._interceptors.close()
             self._listener_calls.raise_pending()
 
     def __enter__(self) -> GroupConsumer:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.close()
+        # as kafka-python 3.0: a block left by an exception commits nothing (the records it was
+        # handling may not have been processed), and the member still leaves the group
+        self.close(autocommit=exc_type is None)
 
 
 def _as_offsets(offsets: dict[TopicPartition, Any]) -> dict[TopicPartition, OffsetAndMetadata]:

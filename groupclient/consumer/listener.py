@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from kafka.structs import TopicPartition
 
@@ -37,8 +38,12 @@ class ListenerCalls:
     def __init__(self) -> None:
         self.listener: object | None = None
         self.pending_error: BaseException | None = None
+        # told of every call, listener or not (the rebalance events count partitions here)
+        self.observer: Callable[[str, set[TopicPartition]], None] | None = None
 
     def call(self, method: str, partitions: set[TopicPartition]) -> None:
+        if self.observer is not None and partitions:
+            self.observer(method, set(partitions))
         listener = self.listener
         if listener is None:
             return

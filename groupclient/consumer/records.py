@@ -24,7 +24,10 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 _CRC_START = 21
 _COMPRESSION_MASK, _TIMESTAMP_TYPE_MASK, _CONTROL_MASK = 0x07, 0x08, 0x20
 
-Deserializer = Callable[[bytes], Any] | None
+Headers = list[tuple[str, "bytes | None"]]
+# a configured key or value deserializer bound to one topic: called with the bytes and the
+# record's headers, never with None (a missing key or value stays None)
+Deserializer = Callable[[bytes, Headers], Any] | None
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -98,8 +101,8 @@ def decode_records(data: bytes, fetch_offset: int, topic: str, partition: int, k
                 continue
             yield ConsumerRecord(
                 topic, partition, epoch, offset, max_ts if log_append else base_ts + ts_delta, ts_type,
-                kd(key) if kd is not None and key is not None else key,
-                vd(value) if vd is not None and value is not None else value,
+                kd(key, headers) if kd is not None and key is not None else key,
+                vd(value, headers) if vd is not None and value is not None else value,
                 headers, None, key_len, value_len, header_size)
         pos = batch_end
 
@@ -118,7 +121,7 @@ def _slow_batch(raw: bytes, fetch_offset: int, topic: str, partition: int, kd: D
         key, value, headers = r.key, r.value, list(r.headers)
         yield ConsumerRecord(
             topic, partition, epoch, r.offset, r.timestamp, r.timestamp_type,
-            kd(key) if kd is not None and key is not None else key,
-            vd(value) if vd is not None and value is not None else value,
+            kd(key, headers) if kd is not None and key is not None else key,
+            vd(value, headers) if vd is not None and value is not None else value,
             headers, None, len(key) if key is not None else -1, len(value) if value is not None else -1,
             sum(len(k) + len(v or b"") for k, v in headers) if headers else -1)

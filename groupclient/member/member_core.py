@@ -56,17 +56,22 @@ class MemberCore:
         self._find_future: RequestFuture[int] | None = None
         self._sync_sent_at = 0
         self._join_sent_at = 0
+        # what started the current rebalance, and when its first JoinGroup went out: the
+        # rebalance events report them (a MEMBER_ID_REQUIRED round trip is part of the same join)
+        self.join_reason = "initial join"
+        self.join_started_at = 0
+        self._member_id_retry = False
         # COOPERATIVE members keep their partitions while rejoining (KIP-429), so their lease
         # runs in every state, not only while STABLE; set by the consumer
         self.keeps_partitions_while_rejoining = False
 
     # -- state ---------------------------------------------------------------------------
-    def _transition(self, target: MemberState, why: str) -> None:
+    def _transition(self, target: MemberState, why: str, level: int = logging.INFO) -> None:
         """Callers hold the lock."""
         if target is not self.state:
             check_member_transition(self.state, target)
-            log.info("group %s member %s: %s -> %s (%s)", self.config.group_id, self.generation.member_id or "-",
-                     self.state.value, target.value, why)
+            log.log(level, "group %s member %s: %s -> %s (%s)", self.config.group_id,
+                    self.generation.member_id or "-", self.state.value, target.value, why)
             self.state = target
 
     def request_rejoin(self, reason: str) -> None:
@@ -114,6 +119,11 @@ class MemberCore:
             if self.fatal_error is None:
                 self.fatal_error = error
 
+    def rebalance_timing(self) -> tuple[str, int, int]:
+        """The current join's reason, when its first JoinGroup and its SyncGroup were sent."""
+        with self._lock:
+            return self.join_reason, self.join_started_at, self._sync_sent_at
+
     def current_generation(self) -> Generation:
         with self._lock:
             return self.generation
@@ -151,7 +161,25 @@ class MemberCore:
             self.client.disconnect(_heartbeat_connection(coordinator))
 
     def ensure_coordinator_ready(self, timer: Timer) -> bool:
-        """Find the coordinator and connect to it, within the timer; False if it ran out."""
+        """Find the coordinator and connect to it, within the timer; False if it ran out.
+
+        Connected, not only known, as Java's ensureCoordinatorReady: a JoinGroup sent before the
+        connection is up would only fail and be retried after a backoff."""
+        while True:
+            if not self._find_coordinator(timer):
+                return False
+            with self._lock:
+                coordinator = self.coordinator_id
+            if coordinator is None:
+                continue
+            if self.client.ready(coordinator):
+                return True
+            if timer.expired():
+                return False
+            # connecting (or backing off): a connect or ApiVersions event ends the wait early
+            self.client.poll_until(None, Timer(self.clock, min(timer.remaining_ms(), 100)))
+
+    def _find_coordinator(self, timer: Timer) -> bool:
         while self.coordinator_unknown():
             future = self.lookup_coordinator()
             self.client.poll_until(future, timer)

@@ -9,12 +9,13 @@ the lease and leaving are in :mod:`member_core`.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kafka.protocol.consumer.group import JoinGroupRequest, JoinGroupResponse, SyncGroupRequest, SyncGroupResponse
 
 from ..clock import Timer
-from ..errors import FatalGroupError, ProtocolError, RetriableError
+from ..errors import BrokerError, FatalGroupError, ProtocolError, RetriableError
 from ..network.future import RequestFuture
 from ..protocol.apis import ApiKey
 from ..protocol.consumer_protocol import PROTOCOL_TYPE
@@ -129,12 +130,20 @@ class GroupMembership(MemberCore):
     def _initiate_join_group(self) -> RequestFuture[Joined]:
         if self._join_future is None:
             with self._lock:
-                self._transition(MemberState.PREPARING_REBALANCE, self.rejoin_reason or "rejoin")
-                reason, self.rejoin_reason = self.rejoin_reason, None
-            self._join_future = self._send_join_group(reason or "rejoin")
+                # the second JoinGroup of KIP-394 (with the member id the coordinator handed out)
+                # is the same join, not news
+                retry, self._member_id_retry = self._member_id_retry, False
+                level = logging.DEBUG if retry else logging.INFO
+                reason = self.join_reason if retry else (self.rejoin_reason or "rejoin")
+                self._transition(MemberState.PREPARING_REBALANCE, reason, level)
+                self.rejoin_reason = None
+                if not retry:
+                    self.join_reason = reason
+                    self.join_started_at = self.clock.monotonic_ms()
+            self._join_future = self._send_join_group(reason, level)
         return self._join_future
 
-    def _send_join_group(self, reason: str) -> RequestFuture[Joined]:
+    def _send_join_group(self, reason: str, level: int) -> RequestFuture[Joined]:
         sent = self.current_generation()
         cfg = self.config
         protocols = [JoinGroupRequest.JoinGroupRequestProtocol(name=n, metadata=m) for n, m in self.hooks.protocols()]
@@ -148,7 +157,7 @@ class GroupMembership(MemberCore):
 
         # the coordinator holds a JoinGroup for up to the rebalance timeout
         timeout = max(cfg.request_timeout_ms, cfg.rebalance_timeout_ms + 5000)
-        log.info("group %s: joining (%s)", cfg.group_id, reason)
+        log.log(level, "group %s: joining (%s)", cfg.group_id, reason)
         with self._lock:
             self._join_sent_at = self.clock.monotonic_ms()
         future = self.send_to_coordinator(JoinGroupRequest, JoinGroupResponse, build, timeout)
@@ -157,11 +166,15 @@ class GroupMembership(MemberCore):
         return joined
 
     def _on_join_failed(self, exc: BaseException) -> None:
+        # MEMBER_ID_REQUIRED is the first answer of every dynamic member's join (KIP-394)
+        expected = isinstance(exc, BrokerError) and exc.code == ErrorCode.MEMBER_ID_REQUIRED
         with self._lock:
             if self.state is not MemberState.UNJOINED:
-                self._transition(MemberState.UNJOINED, f"join failed: {exc}")
+                self._transition(MemberState.UNJOINED, f"join failed: {exc}",
+                                 logging.DEBUG if expected else logging.INFO)
             if self.rejoin_reason is None:
-                self.rejoin_reason = f"retrying after: {exc}"
+                self._member_id_retry = expected
+                self.rejoin_reason = self.join_reason if expected else f"retrying after: {exc}"
 
     def _handle_join(self, response: Any, future: RequestFuture[Joined], sent: Generation) -> None:
         """Bookkeeping only (either thread may read the answer); the assignor runs later, on the

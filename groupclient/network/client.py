@@ -17,7 +17,7 @@ from typing import Any
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from ..clock import Clock, Timer
-from ..errors import FatalGroupError, NodeNotReadyError, WakeupError
+from ..errors import FatalGroupError, NoBrokersAvailableError, NodeNotReadyError, WakeupError
 from ..protocol.errors import ErrorCode
 from .connection import BrokerConnection, Completion, ConnectionState
 from .future import RequestFuture
@@ -83,6 +83,8 @@ class NetworkClient:
         # failures found under the lock outside poll() (a connect that could not start), run by
         # the next poll() outside the lock
         self._deferred: list[Completion] = []
+        # told of every answered or failed request: (API key, latency ms, answer or error, failed)
+        self.observer: Callable[[int, int, Any, bool], None] | None = None
 
     @property
     def request_timeout_ms(self) -> int:
@@ -199,9 +201,16 @@ class NetworkClient:
             if version is None:
                 return RequestFuture.failed_with(FatalGroupError(
                     ErrorCode.UNSUPPORTED_VERSION, f"node {node_id} does not serve {request_cls.__name__}"))
-            future = conn.send(build(version), response_cls, self.clock.monotonic_ms(), timeout_ms)
+            sent_at = self.clock.monotonic_ms()
+            future = conn.send(build(version), response_cls, sent_at, timeout_ms)
             self._update_interest(conn)
-            return future
+        observer = self.observer
+        if observer is not None:
+            api_key = int(request_cls.API_KEY)
+            # runs where the future completes (either thread), outside the lock
+            future.add_callback(lambda response: observer(api_key, self.clock.monotonic_ms() - sent_at, response, False))
+            future.add_errback(lambda exc: observer(api_key, self.clock.monotonic_ms() - sent_at, exc, True))
+        return future
 
     def version_for(self, node_id: int, api_key: int) -> int | None:
         with self._locked():
@@ -331,6 +340,29 @@ class NetworkClient:
         self._finish(completions)
 
     # -- metadata ------------------------------------------------------------------------
+    def bootstrap(self, timeout_ms: int, refresh: bool = False) -> None:
+        """Fetch cluster metadata once (again with ``refresh``), as kafka-python's constructor
+        does; a bootstrap server that cannot be reached in time is an error, not an endless retry."""
+        timer = Timer(self.clock, timeout_ms)
+        target = self.metadata.version + 1 if refresh else 1
+        if refresh:
+            self.metadata.request_update()
+        while self.metadata.version < target:
+            future = self.maybe_update_metadata()
+            # with no request out yet (connecting, or backing off) this waits for the
+            # connection's events, 100 ms at most
+            self.poll_until(future, Timer(self.clock, min(timer.remaining_ms(), 100)))
+            if self.metadata.version >= target:
+                return
+            if timer.expired():
+                servers = ", ".join(f"{host}:{port}" for host, port in self.config.bootstrap_servers)
+                raise NoBrokersAvailableError(
+                    f"no broker answered at {servers} within {timeout_ms} ms (bootstrap_timeout_ms)")
+
+    def bootstrapped(self) -> bool:
+        """True once a broker has answered a Metadata request."""
+        return self.metadata.version > 0
+
     def set_topics(self, topics: set[str] | None) -> None:
         """Topics to keep metadata for; None means every topic (pattern subscriptions)."""
         with self._locked():

@@ -118,9 +118,9 @@ class GroupStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailab
         member = self._member
         give_up = _now_ms() + self.join_timeout_ms
         member.poll(timeout_ms=0)
-        while member.group_metadata().state != "stable" and _now_ms() < give_up:
+        while member.group_metadata().phase != "stable" and _now_ms() < give_up:
             member.poll(timeout_ms=100)
-        if member.group_metadata().state != "stable":
+        if member.group_metadata().phase != "stable":
             log.warning("the query's member has not joined group %s within %d ms", self.config["group_id"],
                         self.join_timeout_ms)
         return member.assignment()

@@ -158,7 +158,7 @@ def _commit(consumer: GroupConsumer, offsets: dict[TopicPartition, int], metadat
 
 def _owned_all_at_end(consumer: GroupConsumer, ends: dict[TopicPartition, int]) -> bool:
     """True when the member is stable and every partition it owns is at or past its end."""
-    if consumer.group_metadata().state != "stable":
+    if consumer.group_metadata().phase != "stable":
         return False
     for tp in consumer.assignment():
         end = ends.get(tp)

@@ -14,7 +14,8 @@ from ..consumer.config import DEFAULTS, IGNORED, UNSUPPORTED, build_config
 from ..errors import ConfigurationError
 
 # settings whose values are Python objects: they cannot travel as plain data
-_NOT_PLAIN = {"key_deserializer", "value_deserializer", "default_offset_commit_callback"}
+_NOT_PLAIN = {"key_deserializer", "value_deserializer", "default_offset_commit_callback", "interceptors",
+              "rebalance_event_callback"}
 # the integration commits after delivery; a consumer that also committed on its own would
 # commit records Spark has not received yet
 _OWNED = {"enable_auto_commit"}

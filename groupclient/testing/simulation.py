@@ -38,6 +38,9 @@ MEMBER_DEFAULTS: dict[str, Any] = {
     "request_timeout_ms": 30_000,
     "retry_backoff_ms": 100,
     "auto_commit_interval_ms": 1_000,
+    # as in kafka-python, a given api_version skips the constructor's bootstrap: a member is
+    # built on the driver's thread, and the simulated network runs only once the schedule does
+    "api_version": (4, 1),
 }
 
 
@@ -215,7 +218,7 @@ class GroupSimulation:
         owned: list[TopicPartition] = []
         for member in live:
             meta = member.consumer.group_metadata()
-            if meta.generation_id != group.generation_id or meta.state != "stable":
+            if meta.generation_id != group.generation_id or meta.phase != "stable":
                 return False
             ids.add(meta.member_id)
             owned.extend(member.owned())
@@ -232,7 +235,7 @@ class GroupSimulation:
             f"{group.state.value} generation {group.generation_id} members {sorted(group.members)}")]
         for member in self.live_members():
             meta = member.consumer.group_metadata()
-            lines.append(f"{member.name}: {meta.state} generation {meta.generation_id} member {meta.member_id} "
+            lines.append(f"{member.name}: {meta.phase} generation {meta.generation_id} member {meta.member_id} "
                          f"owns {sorted(f'{tp.topic}-{tp.partition}' for tp in member.owned())} "
                          f"errors {[repr(e) for _, e in member.errors[-3:]]}")
         return "\n  ".join(lines)

@@ -477,7 +477,7 @@ def two_members(cluster: EmbeddedCluster, request: pytest.FixtureRequest) -> Ite
 
 def stable_split(consumers: list[GroupConsumer]) -> bool:
     owned = [{tp.partition for tp in c.assignment()} for c in consumers]
-    return (all(c.group_metadata().state == "stable" for c in consumers) and exclusive_cover(owned, 4)
+    return (all(c.group_metadata().phase == "stable" for c in consumers) and exclusive_cover(owned, 4)
             and all(owned) and len({c.group_metadata().generation_id for c in consumers}) == 1)
 
 

@@ -60,7 +60,7 @@ def test_a_cooperative_member_keeps_consuming_while_the_group_rebalances(make_si
     a = sim.members["a"]
 
     def rebalancing() -> bool:
-        return a.consumer.group_metadata().state != "stable"
+        return a.consumer.group_metadata().phase != "stable"
 
     assert sim.run_until(rebalancing, 5_000)
     delivered = sum(len(v) for v in a.delivered.values())

@@ -154,7 +154,7 @@ def test_subscribe_during_a_join_is_not_lost(make_sim: Sim) -> None:
     consumer = driver_consumer(sim, "s")
     consumer.subscribe(["t1"])
     consumer.poll(500)  # the JoinGroup is held by the initial rebalance delay
-    assert consumer.group_metadata().state == "preparing-rebalance"
+    assert consumer.group_metadata().phase == "preparing-rebalance"
     consumer.subscribe(["t1", "t2"])
     poll_until(consumer, lambda: len(consumer.assignment()) == 4, 40)
     assert consumer.assignment() == sim.partitions(["t1", "t2"])

@@ -124,6 +124,8 @@ def test_heartbeat_timing() -> None:
 # -- ownership and wakeup ---------------------------------------------------------------------
 def idle_consumer(**config: Any) -> GroupConsumer:
     # port 1 on loopback refuses at once; nothing here waits on the network
+    # api_version: no bootstrap in the constructor, as in kafka-python
+    config.setdefault("api_version", (4, 1))
     return GroupConsumer(bootstrap_servers="127.0.0.1:1", group_id="g", clock=FakeClock(), **config)
 
 

@@ -70,5 +70,5 @@ def test_crc_mismatch_is_reported() -> None:
 
 def test_deserializers_apply_to_keys_and_values_but_not_to_nulls() -> None:
     data = batch(0, [(b"1", b"2", []), (None, None, [])])
-    records = list(decode_records(data, 0, "t", 0, int, lambda v: v.decode() + "!", True))
+    records = list(decode_records(data, 0, "t", 0, lambda k, h: int(k), lambda v, h: v.decode() + "!", True))
     assert [(r.key, r.value) for r in records] == [(1, "2!"), (None, None)]

@@ -1,0 +1,117 @@
+"""GroupConsumer's positions: where each assigned partition is read from, and pausing.
+A mixin of :class:`GroupConsumer`; every public method takes the consumer's ownership."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.structs import TopicPartition
+
+from ..clock import Clock, Timer
+from ..errors import ConfigurationError, IllegalStateError, KafkaTimeoutError
+from ..network.client import NetworkClient
+from .consumer_membership import ConsumerMembership
+from .fetcher import Fetcher
+from .ownership import ThreadOwnership
+from .queries import check_partition
+from .subscription import SubscriptionState
+
+
+class PositionControl:
+    config: dict[str, Any]
+    _clock: Clock
+    _client: NetworkClient
+    _fetcher: Fetcher
+    _subscription: SubscriptionState
+    _ownership: ThreadOwnership
+    _consumer_membership: ConsumerMembership | None
+    _iterator: Any
+
+    def _ensure_open(self) -> None:
+        raise NotImplementedError
+
+    def _positions_known_in_time(self, timer: Timer) -> bool:
+        """Inside poll(), running out of time while looking up positions is not an error: the
+        next poll goes on from where this one stopped."""
+        try:
+            self._update_fetch_positions(timer)
+        except KafkaTimeoutError:
+            return False
+        return True
+
+    def _update_fetch_positions(self, timer: Timer) -> None:
+        missing = self._subscription.missing_positions()
+        if missing:
+            if self._consumer_membership is not None:
+                committed = self._consumer_membership.fetch_committed(missing, timer)
+                for tp in missing:
+                    found = committed.get(tp)
+                    if not self._subscription.is_assigned(tp):
+                        continue
+                    if found is not None:
+                        self._subscription.seek(tp, found.offset, found.leader_epoch)
+                    else:
+                        self._subscription.request_reset(tp)
+            else:
+                for tp in missing:
+                    self._subscription.request_reset(tp)
+        self._fetcher.reset_positions(timer)
+
+    # -- positions -----------------------------------------------------------------------
+    def position(self, partition: TopicPartition, timeout_ms: int | None = None) -> int:
+        """The offset of the next record to fetch; looked up (committed offset, else
+        auto_offset_reset) within ``timeout_ms`` (KafkaTimeoutError after it; None: no limit,
+        as kafka-python)."""
+        partition = check_partition(partition)
+        with self._ownership.acquired():
+            self._ensure_open()
+            if not self._subscription.is_assigned(partition):
+                raise IllegalStateError(f"{partition} is not assigned to this consumer")
+            timer = Timer(self._clock, timeout_ms)
+            while (offset := self._subscription.position(partition)) is None:
+                self._update_fetch_positions(timer)
+                if self._subscription.position(partition) is None:
+                    if timer.expired():
+                        raise KafkaTimeoutError(f"no position for {partition} in time")
+                    self._client.poll_until(None, Timer(self._clock, min(timer.remaining_ms(), 100)))
+            return offset
+
+    def highwater(self, partition: TopicPartition) -> int | None:
+        partition = check_partition(partition)
+        with self._ownership.acquired():
+            return self._subscription.high_watermark(partition)
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        partition = check_partition(partition)
+        with self._ownership.acquired():
+            if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+                raise ConfigurationError(f"offset must be a non-negative integer, not {offset!r}")
+            if not self._subscription.is_assigned(partition):
+                raise IllegalStateError(f"seek(): {partition} is not assigned to this consumer")
+            self._subscription.seek(partition, offset)
+            self._iterator = None  # records fetched before the seek are not the ones to return
+
+    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        self._seek_to("earliest", partitions)
+
+    def seek_to_end(self, *partitions: TopicPartition) -> None:
+        self._seek_to("latest", partitions)
+
+    def _seek_to(self, where: str, partitions: tuple[TopicPartition, ...]) -> None:
+        with self._ownership.acquired():
+            for tp in partitions or tuple(self._subscription.assigned()):
+                self._subscription.request_reset(tp, where)
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        with self._ownership.acquired():
+            for tp in partitions:
+                self._subscription.pause(tp)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        with self._ownership.acquired():
+            for tp in partitions:
+                self._subscription.resume(tp)
+
+    def paused(self) -> set[TopicPartition]:
+        with self._ownership.acquired():
+            return self._subscription.paused()

@@ -1,0 +1,138 @@
+"""GroupConsumer's questions to the cluster: offsets by position or time, topics, partitions,
+metrics and bootstrap state.  A mixin of :class:`GroupConsumer`, kept apart so the facade's
+file stays about the group; every method takes the consumer's ownership like the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kafka.structs import OffsetAndTimestamp, TopicPartition
+
+from ..clock import Clock, Timer
+from ..errors import ConfigurationError, KafkaTimeoutError
+from ..network.client import NetworkClient
+from .fetcher import EARLIEST, LATEST, Fetcher
+from .metrics import ConsumerMetrics
+from .ownership import ThreadOwnership
+from .subscription import SubscriptionState
+
+
+def check_partition(partition: Any) -> TopicPartition:
+    if not (isinstance(partition, tuple) and len(partition) == 2 and isinstance(partition[0], str)
+            and isinstance(partition[1], int)):
+        raise ArgumentTypeError(f"expected a TopicPartition, got {partition!r}")
+    return TopicPartition(*partition)
+
+
+class ArgumentTypeError(ConfigurationError, TypeError):
+    """An argument of the wrong type (kafka-python raises TypeError there)."""
+
+
+class ClusterQueries:
+    config: dict[str, Any]
+    _clock: Clock
+    _client: NetworkClient
+    _fetcher: Fetcher
+    _subscription: SubscriptionState
+    _ownership: ThreadOwnership
+    _metrics: ConsumerMetrics | None
+
+    def _ensure_open(self) -> None:
+        raise NotImplementedError
+
+    def _default_timer(self, timeout_ms: int | None) -> Timer:
+        """Calls that go to the cluster never wait forever: request_timeout_ms unless told."""
+        if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float))
+                                       or timeout_ms < 0):
+            raise ConfigurationError(f"timeout_ms must be a non-negative number or None, not {timeout_ms!r}")
+        return Timer(self._clock, self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms)
+
+    def beginning_offsets(self, partitions: Iterable[TopicPartition],
+                          timeout_ms: int | None = None) -> dict[TopicPartition, int]:
+        return self._offsets_at(EARLIEST, partitions, timeout_ms)
+
+    def end_offsets(self, partitions: Iterable[TopicPartition], timeout_ms: int | None = None) -> dict[TopicPartition, int]:
+        return self._offsets_at(LATEST, partitions, timeout_ms)
+
+    def _offsets_at(self, timestamp: int, partitions: Iterable[TopicPartition],
+                    timeout_ms: int | None) -> dict[TopicPartition, int]:
+        found = self._look_up({check_partition(tp): timestamp for tp in partitions}, timeout_ms)
+        return {tp: answer.offset for tp, answer in found.items()}
+
+    def offsets_for_times(self, timestamps: dict[TopicPartition, int],
+                          timeout_ms: int | None = None) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """The earliest offset whose timestamp is at or after the given one (ms since the
+        epoch), per partition; None where no record is that recent.  The partitions need not
+        be assigned."""
+        wanted: dict[TopicPartition, int] = {}
+        for tp, ts in timestamps.items():
+            if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
+                raise ConfigurationError(f"the target time for {tp} must be a non-negative integer, not {ts!r}")
+            wanted[check_partition(tp)] = ts
+        found = self._look_up(wanted, timeout_ms)
+        return {tp: (answer if answer.offset >= 0 else None) for tp, answer in found.items()}
+
+    def _look_up(self, timestamps: dict[TopicPartition, int], timeout_ms: int | None) -> dict[TopicPartition, OffsetAndTimestamp]:
+        with self._ownership.acquired():
+            self._ensure_open()
+            timer = self._default_timer(timeout_ms)
+            self._ensure_metadata_for({tp.topic for tp in timestamps}, timer)
+            return self._fetcher.list_offsets_by_time(timestamps, timer)
+
+    def _ensure_metadata_for(self, topics: set[str], timer: Timer) -> None:
+        metadata = self._client.metadata
+        if topics - metadata.topics():
+            self._client.set_topics(None if self._subscription.pattern else
+                                    self._subscription.topics | self._subscription.group_topics | topics)
+        while topics - metadata.topics() - set(metadata.unavailable):
+            future = self._client.maybe_update_metadata()
+            self._client.poll_until(future, Timer(self._clock, min(timer.remaining_ms(), 100)))
+            if timer.expired():
+                raise KafkaTimeoutError(f"no metadata for {sorted(topics - metadata.topics())} in time")
+
+    def topics(self) -> set[str]:
+        with self._ownership.acquired():
+            self._client.set_topics(None)
+            self._ensure_metadata_for(set(), Timer(self._clock, self.config["request_timeout_ms"]))
+            timer = Timer(self._clock, self.config["request_timeout_ms"])
+            self._client.metadata.request_update()
+            future = self._client.maybe_update_metadata()
+            while future is None and not timer.expired():
+                self._client.poll_until(None, Timer(self._clock, 50))
+                future = self._client.maybe_update_metadata()
+            self._client.poll_until(future, timer)
+            return {t for t in self._client.metadata.topics() if not t.startswith("__")}
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        with self._ownership.acquired():
+            try:
+                self._ensure_metadata_for({topic}, Timer(self._clock, self.config["request_timeout_ms"]))
+            except KafkaTimeoutError:
+                return None
+            return self._client.metadata.partitions_for_topic(topic)
+
+    # -- bootstrap and metrics -------------------------------------------------------------
+    def bootstrap(self, timeout_ms: int | None = None, refresh: bool = False) -> None:
+        """Block until cluster metadata has been fetched (NoBrokersAvailableError, a
+        KafkaTimeoutError, if no broker answers in time; None waits bootstrap_timeout_ms)."""
+        with self._ownership.acquired():
+            self._ensure_open()
+            self._client.bootstrap(self.config["bootstrap_timeout_ms"] if timeout_ms is None else timeout_ms, refresh)
+
+    def bootstrap_connected(self) -> bool:
+        """True once a broker has answered this consumer's Metadata request."""
+        return self._client.bootstrapped()
+
+    def metrics(self, raw: bool = False) -> dict[str, dict[str, float]] | None:
+        """kafka-python's metric groups and names (see metrics.py); None when metrics_enabled
+        is False.  ``raw`` is accepted for kafka-python's signature and returns the same."""
+        if self._metrics is None:
+            return None
+        lags = []
+        for tp in self._subscription.assigned():
+            position, high = self._subscription.position(tp), self._subscription.high_watermark(tp)
+            if position is not None and high is not None:
+                lags.append(max(0, high - position))
+        group = self.config["group_id"] is not None
+        return self._metrics.snapshot(lags, len(self._subscription.assigned()), group)
