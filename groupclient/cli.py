@@ -1,5 +1,6 @@
 """The ``groupclient`` command: ``coordinator`` runs the server, ``demo`` runs the main job,
-``assignors bench`` compares partition assignors (see docs/assignors.md)."""
+``groups`` lists, describes and watches consumer groups on any Kafka-protocol broker (see
+docs/cli.md), ``assignors bench`` compares partition assignors (see docs/assignors.md)."""
 
 from __future__ import annotations
 
@@ -8,89 +9,98 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-
-def _topic(spec: str) -> tuple[str, int]:
-    name, _, partitions = spec.partition(":")
-    try:
-        return name, int(partitions or "1")
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected NAME or NAME:PARTITIONS, got {spec!r}") from None
+from . import __version__
+from .cli_args import log_level, non_negative_int, port, positive_float, positive_int, topic
 
 
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
-    parser = argparse.ArgumentParser(prog="groupclient")
-    commands = parser.add_subparsers(dest="command", required=True)
+    common.add_argument("--log-level", type=log_level, default="INFO", metavar="LEVEL", help="logging level (default INFO)")
+    parser = argparse.ArgumentParser(prog="groupclient", description="Kafka's classic consumer-group protocol "
+                                     "in pure Python: a group consumer, an embedded coordinator, group tools.")
+    parser.add_argument("--version", action="version", version=f"groupclient {__version__}",
+                        help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     help="run `groupclient COMMAND --help` for its options")
 
     coord = commands.add_parser("coordinator", parents=[common], help="run the Kafka-wire group coordinator")
     coord.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    coord.add_argument("--port", type=int, default=9092,
-                       help="port of node 0; node i listens on port+i (0 = ephemeral ports)")
-    coord.add_argument("--nodes", type=int, default=1, help="number of nodes in this process")
+    coord.add_argument("--port", type=port, default=9092,
+                       help="port of node 0; node i listens on port+i (0 = ephemeral ports; default 9092)")
+    coord.add_argument("--nodes", type=positive_int, default=1, help="number of nodes in this process (default 1)")
     coord.add_argument("--data-dir", type=Path, default=None,
-                       help="keep topics, groups and offsets here across restarts")
-    coord.add_argument("--initial-rebalance-delay-ms", type=int, default=3000,
+                       help="keep topics, groups and offsets here across restarts (default: in memory only)")
+    coord.add_argument("--initial-rebalance-delay-ms", type=non_negative_int, default=3000, metavar="MS",
                        help="group.initial.rebalance.delay.ms (default 3000)")
-    coord.add_argument("--offsets-partitions", type=int, default=50,
+    coord.add_argument("--offsets-partitions", type=positive_int, default=50, metavar="N",
                        help="offsets.topic.num.partitions (default 50)")
-    coord.add_argument("--topic", action="append", type=_topic, default=[], metavar="NAME[:PARTITIONS]",
-                       help="create this topic at start if missing (repeatable)")
+    coord.add_argument("--topic", action="append", type=topic, default=[], metavar="NAME[:PARTITIONS]",
+                       help="create this topic at start if missing (repeatable; 1 partition by default)")
 
     demo = commands.add_parser("demo", parents=[common], help="run a consumer group on an embedded coordinator")
-    demo.add_argument("--members", type=int, default=3)
-    demo.add_argument("--partitions", type=int, default=6)
-    demo.add_argument("--records", type=int, default=600)
+    demo.add_argument("--members", type=positive_int, default=3, help="consumers in the group (default 3)")
+    demo.add_argument("--partitions", type=positive_int, default=6, help="partitions of the topic (default 6)")
+    demo.add_argument("--records", type=positive_int, default=600, help="records to produce and consume (default 600)")
+
+    from .admin.cli_groups import add_parser as add_groups_parser
+
+    add_groups_parser(commands)
 
     lab = commands.add_parser("assignors", help="partition assignor tools")
-    bench = lab.add_subparsers(dest="assignors_command", required=True).add_parser(
+    bench = lab.add_subparsers(dest="assignors_command", required=True, metavar="bench").add_parser(
         "bench", parents=[common], help="time, memory, balance and stickiness of assignors on a generated group")
-    bench.add_argument("--members", type=int, required=True)
-    bench.add_argument("--partitions", type=int, required=True)
-    bench.add_argument("--topics", type=int, default=None, help="default: partitions/2000, at least 5")
-    bench.add_argument("--subscriptions", choices=["uniform", "random"], default="uniform")
+    bench.add_argument("--members", type=positive_int, required=True, help="members in the generated group")
+    bench.add_argument("--partitions", type=positive_int, required=True, help="partitions in all, over all topics")
+    bench.add_argument("--topics", type=positive_int, default=None, help="topics (default: partitions/2000, at least 5)")
+    bench.add_argument("--subscriptions", choices=["uniform", "random"], default="uniform",
+                       help="every member subscribes to every topic (uniform, the default) or to a random subset")
     bench.add_argument("--assignor", action="append", default=[], metavar="NAME|module:Class",
                        help="repeatable (default: range, roundrobin, sticky, cooperative-sticky)")
-    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--seed", type=int, default=0, help="seed of the generated subscriptions (default 0)")
     bench.add_argument("--no-kafka-python", dest="kafka_python", action="store_false",
                        help="skip kafka-python's assignors")
-    bench.add_argument("--timeout-s", type=float, default=120.0, help="cap per kafka-python assign() call")
+    bench.add_argument("--timeout-s", type=positive_float, default=120.0,
+                       help="cap per kafka-python assign() call, in seconds (default 120)")
     spark = commands.add_parser("spark", help="PySpark integration (needs groupclient[spark])")
-    pipeline = spark.add_subparsers(dest="spark_command", required=True).add_parser(
+    pipeline = spark.add_subparsers(dest="spark_command", required=True, metavar="pipeline").add_parser(
         "pipeline", parents=[common], help="events -> embedded coordinator -> Spark group members -> Parquet, checked")
-    pipeline.add_argument("--events", type=int, default=100_000)
-    pipeline.add_argument("--output", default="pipeline-out", help="directory for the Parquet output and staging")
-    pipeline.add_argument("--members", type=int, default=2, help="executor tasks in the consumer group")
-    pipeline.add_argument("--partitions", type=int, default=6)
-    pipeline.add_argument("--master", default="local[2]")
+    pipeline.add_argument("--events", type=positive_int, default=100_000, help="events to produce (default 100000)")
+    pipeline.add_argument("--output", default="pipeline-out",
+                          help="directory for the Parquet output and staging (default pipeline-out)")
+    pipeline.add_argument("--members", type=positive_int, default=2, help="executor tasks in the consumer group (default 2)")
+    pipeline.add_argument("--partitions", type=positive_int, default=6, help="partitions of the events topic (default 6)")
+    pipeline.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "coordinator":
         from .coordinator.config import CoordinatorConfig
         from .coordinator.serve import run
 
-        if args.nodes < 1:
-            raise SystemExit("groupclient coordinator: --nodes must be at least 1")
+        if args.port and args.port + args.nodes - 1 > 65535:
+            parser.error(f"argument --port: ports {args.port}..{args.port + args.nodes - 1} go past 65535")
         config = CoordinatorConfig(group_initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
                                    offsets_topic_partitions=args.offsets_partitions)
         ports = [0 if args.port == 0 else args.port + i for i in range(args.nodes)]
         return run(config, args.host, ports, args.data_dir, args.topic)
+    if args.command == "groups":
+        from .admin.cli_groups import run as run_groups
+
+        return run_groups(args)
     if args.command == "assignors":
         from .assignor_lab import bench_command
 
         return bench_command(args.members, args.partitions, args.topics, args.subscriptions, args.assignor,
                              args.seed, args.kafka_python, args.timeout_s)
     if args.command == "spark":
-        if args.events < 1 or args.members < 1 or args.partitions < 1:
-            raise SystemExit("groupclient spark pipeline: --events, --members and --partitions must be positive")
         from .spark.pipeline import pipeline_command
 
         return pipeline_command(args.events, args.output, args.members, args.partitions, args.master)
     from .demo import run_demo
 
     return run_demo(args.members, args.partitions, args.records)
+

@@ -45,6 +45,7 @@ class ClusterCore:
         self.config = config
         self.clock = clock
         self.runtime: ServerRuntime = runtime or AsyncioRuntime()
+        self.data_dir = data_dir
         self.cluster_id = _cluster_id(data_dir)
         self.topics = TopicStore(data_dir, config.fsync)
         self.group_store = GroupStore(data_dir, config.fsync)
@@ -90,8 +91,10 @@ class ClusterCore:
             if new is not None:
                 self.nodes[new].coordinator.load_partition(partition, now)
             self._offsets_leaders[partition] = new
-            if old is not None:
+            if old is not None and new is not None:
                 log.info("offsets partition %d moved from node %s to node %s", partition, old, new)
+            elif old is not None:
+                log.info("offsets partition %d has no live node (it was on node %s)", partition, old)
         for node in self.nodes.values():
             node.kick_timers()
 
@@ -109,10 +112,17 @@ class ClusterCore:
             await self.nodes[node_id].start()
         self.reassign_coordinators()
 
-    async def stop(self) -> None:
-        for node in self.nodes.values():
-            if node.live:
-                await node.stop()
+    async def stop(self, reason: str = "stopped") -> None:
+        """Stop every node: one INFO line says so; the groups are unloaded, not moved."""
+        live = self.live_nodes()
+        if live:
+            groups = sum(len(n.coordinator.groups) for n in live)
+            kept = f"kept in {self.data_dir}" if self.data_dir is not None else "not kept (in memory only)"
+            log.info("coordinator shutting down (%s): stopping node%s %s with %d group%s; groups and offsets %s",
+                     reason, "s" if len(live) > 1 else "", ", ".join(str(n.node_id) for n in live),
+                     groups, "" if groups == 1 else "s", kept)
+        for node in live:
+            await node.stop(shutting_down=True)
         for waiters in self._append_waiters.values():
             for fut in waiters:
                 if not fut.done():

@@ -53,7 +53,9 @@ class BrokerNode:
         self.live = True
         log.info("node %d listening on %s:%d", self.node_id, self.host, self.port)
 
-    async def stop(self) -> None:
+    async def stop(self, shutting_down: bool = False) -> None:
+        """Stop serving.  ``shutting_down``: the whole cluster stops, so the groups here are
+        not moving anywhere, and this is logged at DEBUG (ClusterCore.stop logs the shutdown)."""
         if not self.live:
             return
         self.live = False
@@ -65,12 +67,12 @@ class BrokerNode:
             await asyncio.gather(*self._connections, return_exceptions=True)
         await self._server.wait_closed()
         self._server = None
-        self.coordinator.unload_all()
+        self.coordinator.unload_all(shutting_down)
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
             self._timer_deadline = None
-        log.info("node %d stopped", self.node_id)
+        log.log(logging.DEBUG if shutting_down else logging.INFO, "node %d stopped", self.node_id)
 
     # -- timers --------------------------------------------------------------------------
     def kick_timers(self) -> None:

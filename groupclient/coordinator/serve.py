@@ -19,9 +19,15 @@ async def serve(config: CoordinatorConfig, host: str, ports: list[int], data_dir
                 topics: list[tuple[str, int]]) -> None:
     core = ClusterCore(config, SystemClock(), data_dir, [(host, p) for p in ports])
     stop = asyncio.Event()
+    received: list[str] = []
     loop = asyncio.get_running_loop()
+
+    def on_signal(sig: signal.Signals) -> None:
+        received.append(sig.name)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal, sig)
     await core.start()
     try:
         for name, partitions in topics:
@@ -31,9 +37,8 @@ async def serve(config: CoordinatorConfig, host: str, ports: list[int], data_dir
         # one machine-readable line, so scripts and tests can find the ports
         print(f"bootstrap_servers={bootstrap}", flush=True)
         await stop.wait()
-        log.info("shutting down")
     finally:
-        await core.stop()
+        await core.stop(received[0] if received else "stopped")
 
 
 def run(config: CoordinatorConfig, host: str, ports: list[int], data_dir: Path | None,

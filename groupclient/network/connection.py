@@ -19,6 +19,7 @@ from typing import Any
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from tenacity import wait_exponential_jitter
 
+from .. import __version__
 from ..errors import DisconnectedError, ProtocolError, RequestTimedOutError
 from ..protocol.apis import ApiKey
 from ..protocol.errors import ErrorCode, error_name
@@ -34,6 +35,8 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     ApiKey.API_VERSIONS: 3, ApiKey.METADATA: 12, ApiKey.FIND_COORDINATOR: 4, ApiKey.JOIN_GROUP: 9,
     ApiKey.SYNC_GROUP: 5, ApiKey.HEARTBEAT: 4, ApiKey.LEAVE_GROUP: 5, ApiKey.OFFSET_COMMIT: 8,
     ApiKey.OFFSET_FETCH: 8, ApiKey.FETCH: 12, ApiKey.LIST_OFFSETS: 7,
+    # the admin client's (groupclient groups ...)
+    ApiKey.DESCRIBE_GROUPS: 6, ApiKey.LIST_GROUPS: 5,
 }
 
 
@@ -127,7 +130,7 @@ class BrokerConnection:
     def _on_connected(self, now: int) -> None:
         self.state = ConnectionState.NEGOTIATING
         request = ApiVersionsRequest(version=CLIENT_MAX_VERSIONS[ApiKey.API_VERSIONS],
-                                     client_software_name="groupclient", client_software_version="0.1")
+                                     client_software_name="groupclient", client_software_version=__version__)
         self._enqueue(request, ApiVersionsResponse, now).add_errback(lambda exc: None)
 
     def _on_api_versions(self, response: Any, asked: int, now: int) -> list[Completion]:
@@ -136,7 +139,7 @@ class BrokerConnection:
             # it (and always lower than before, so this cannot loop)
             broker_max = next((k.max_version for k in response.api_keys or () if k.api_key == ApiKey.API_VERSIONS), 0)
             retry = ApiVersionsRequest(version=max(0, min(broker_max, asked - 1)), client_software_name="groupclient",
-                                       client_software_version="0.1")
+                                       client_software_version=__version__)
             self._enqueue(retry, ApiVersionsResponse, now).add_errback(lambda exc: None)
             return []
         if response.error_code:

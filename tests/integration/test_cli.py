@@ -6,8 +6,12 @@ import signal
 import subprocess
 import sys
 
+import time
+
 import pytest
 from kafka import KafkaConsumer
+
+from groupclient import GroupConsumer
 
 pytestmark = pytest.mark.integration
 
@@ -39,10 +43,41 @@ def test_coordinator_cli_serves_several_nodes_and_stops_on_sigint() -> None:
         assert proc.wait(15) == 0
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_coordinator_shutdown_is_one_line_not_a_failover(sig: signal.Signals) -> None:
+    """Stopping the whole coordinator moves no group anywhere: one INFO line says it stops, and
+    no group is logged as going Dead because its "coordinator moved away"."""
+    proc = subprocess.Popen([sys.executable, "-m", "groupclient", "coordinator", "--port", "0", "--nodes", "2",
+                             "--topic", "shut:2", "--initial-rebalance-delay-ms", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        bootstrap = proc.stdout.readline().strip().split("=", 1)[1]
+        with GroupConsumer("shut", bootstrap_servers=bootstrap, group_id="shut-g", enable_auto_commit=False) as c:
+            deadline = time.monotonic() + 30
+            while not c.assignment() and time.monotonic() < deadline:
+                c.poll(timeout_ms=100)
+            assert c.assignment()
+            c.commit()
+    finally:
+        proc.send_signal(sig)
+        try:
+            _, stderr = proc.communicate(timeout=15)
+        finally:
+            proc.kill()
+    assert proc.returncode == 0, stderr
+    lines = stderr.splitlines()
+    shutdown = [line for line in lines if "shutting down" in line]
+    assert len(shutdown) == 1, stderr
+    assert shutdown[0].endswith(f"INFO groupclient.coordinator: coordinator shutting down ({sig.name}): "
+                                "stopping nodes 0, 1 with 1 group; groups and offsets not kept (in memory only)")
+    assert not [line for line in lines if "moved" in line or "-> Dead" in line or "stopped" in line], stderr
+
+
 def test_coordinator_cli_rejects_bad_arguments() -> None:
     done = subprocess.run([sys.executable, "-m", "groupclient.coordinator", "--nodes", "0"],
                           capture_output=True, text=True, timeout=30)
-    assert done.returncode != 0 and "--nodes must be at least 1" in done.stderr
+    assert done.returncode == 2 and "argument --nodes: must be at least 1" in done.stderr
     done = subprocess.run([sys.executable, "-m", "groupclient.coordinator", "--topic", "x:many"],
                           capture_output=True, text=True, timeout=30)
     assert done.returncode != 0 and "NAME:PARTITIONS" in done.stderr

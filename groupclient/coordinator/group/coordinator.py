@@ -89,8 +89,11 @@ class GroupCoordinator:
                      group_id, self.node_id, group.state.value, group.generation_id)
         return loaded
 
-    def unload_partition(self, partition: int) -> list[str]:
-        """Stop coordinating an offsets partition: waiting callers get NOT_COORDINATOR."""
+    def unload_partition(self, partition: int, shutting_down: bool = False) -> list[str]:
+        """Stop coordinating an offsets partition: waiting callers get NOT_COORDINATOR.
+
+        ``shutting_down``: the whole coordinator stops, nothing moves; the groups' ends are
+        logged at DEBUG only (the shutdown logs one line for all of them)."""
         self.owned_partitions.discard(partition)
         if not self.owned_partitions:
             cancel_cleanup(self)
@@ -101,12 +104,15 @@ class GroupCoordinator:
             for member in group.members.values():
                 member.complete_join(JoinResult(E.NOT_COORDINATOR, member.member_id))
                 member.complete_sync(SyncResult(E.NOT_COORDINATOR))
-            group.transition_to(S.DEAD, f"coordinator moved away from node {self.node_id}")
+            if shutting_down:
+                group.transition_to(S.DEAD, f"node {self.node_id} shutting down", quiet=True)
+            else:
+                group.transition_to(S.DEAD, f"coordinator moved away from node {self.node_id}")
         return unloaded
 
-    def unload_all(self) -> None:
+    def unload_all(self, shutting_down: bool = False) -> None:
         for partition in sorted(self.owned_partitions):
-            self.unload_partition(partition)
+            self.unload_partition(partition, shutting_down)
 
     def drop_group(self, group: Group, reason: str) -> None:
         """Delete an Empty group: Dead, gone from memory, a tombstone for it and its offsets."""

@@ -134,9 +134,12 @@ class Group:
     offset_commit_ms: dict[tuple[str, int], int] = field(default_factory=dict)
 
     # -- transitions ---------------------------------------------------------------------
-    def transition_to(self, target: GroupState, reason: str) -> None:
+    def transition_to(self, target: GroupState, reason: str, quiet: bool = False) -> None:
+        """Change state (a transition Kafka allows, or raise); logged at INFO, or at DEBUG when
+        ``quiet`` (the groups unloaded by a shutdown, which the shutdown's own line covers)."""
         check_transition(self.group_id, self.state, target)
-        log.info(
+        log.log(
+            logging.DEBUG if quiet else logging.INFO,
             "group %s generation %d: %s -> %s (%s)",
             self.group_id, self.generation_id, self.state.value, target.value, reason,
         )

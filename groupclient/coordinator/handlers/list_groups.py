@@ -1,4 +1,9 @@
-"""ListGroups (16): the groups this node coordinates."""
+"""ListGroups (16): the groups this node coordinates, as Kafka 4.1 lists classic groups.
+
+v4 adds the states filter, v5 the types filter.  Both compare without regard to case; Kafka trims
+the states asked for but not the types (" Stable " matches a Stable group, " classic" matches
+nothing).  Every group here is a classic group.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +14,19 @@ from kafka.protocol.admin.groups import ListGroupsResponse
 from ...protocol.errors import ErrorCode
 from .context import Handler, RequestContext
 
+GROUP_TYPE = "classic"
+
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
-    wanted = {s.lower() for s in (req.states_filter or [])} if ctx.api_version >= 4 else set()
+    states = {s.strip().lower() for s in (req.states_filter or [])} if ctx.api_version >= 4 else set()
+    types = {t.lower() for t in (req.types_filter or [])} if ctx.api_version >= 5 else set()
+    if types and GROUP_TYPE not in types:
+        return ListGroupsResponse(version=req.version, throttle_time_ms=0, error_code=0, groups=[])
     listed = [
         ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "",
-                                       group_state=g.state.value, group_type="classic")
+                                       group_state=g.state.value, group_type=GROUP_TYPE)
         for g in ctx.node.coordinator.groups.values()
-        if not wanted or g.state.value.lower() in wanted
+        if not states or g.state.value.lower() in states
     ]
     return ListGroupsResponse(version=req.version, throttle_time_ms=0, error_code=0, groups=listed)
 
