@@ -88,6 +88,9 @@ class Fetcher:
         self._lock = threading.Lock()
         self._completed: deque[CompletedFetch] = deque()
         self._in_flight_nodes: set[int] = set()
+        # a partition's error the application must see (topic authorization...), raised by the
+        # next fetched_records() that has no records to return, as the Java client does
+        self._errors: dict[TopicPartition, BaseException] = {}
 
     # -- fetching ------------------------------------------------------------------------
     def has_buffered(self) -> bool:
@@ -162,7 +165,10 @@ class Fetcher:
                 elif action is Action.REFRESH_METADATA:
                     self.client.metadata.request_update()
                 else:
+                    error = error_for(p.error_code, ApiKey.FETCH, f"Fetch of {tp.topic}-{tp.partition}")
                     log.warning("fetch of %s failed with %s", tp, error_name(p.error_code))
+                    with self._lock:
+                        self._errors[tp] = error
         with self._lock:
             self._in_flight_nodes.discard(node)
             self._completed.extend(completed)
@@ -205,11 +211,23 @@ class Fetcher:
                 kept.append(completed)
         with self._lock:
             self._completed.extendleft(reversed(kept))
+        if not result:
+            self._raise_partition_error()
         return result
+
+    def _raise_partition_error(self) -> None:
+        with self._lock:
+            if not self._errors:
+                return
+            tp, error = next(iter(self._errors.items()))
+            del self._errors[tp]
+        if self.subscription.is_assigned(tp):
+            raise error
 
     def drop_buffered(self, keep: set[TopicPartition]) -> None:
         with self._lock:
             self._completed = deque(c for c in self._completed if c.tp in keep)
+            self._errors = {tp: e for tp, e in self._errors.items() if tp in keep}
 
     # -- offsets by time (resets, beginning/end offsets) ------------------------------------
     def list_offsets(self, timestamps: dict[TopicPartition, int], timer: Timer) -> dict[TopicPartition, int]:

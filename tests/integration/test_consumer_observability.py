@@ -128,3 +128,33 @@ def test_metrics_follow_a_real_poll_loop(cluster: EmbeddedCluster) -> None:
         assert quiet.metrics() is None
     finally:
         quiet.close()
+
+
+def test_a_fetch_error_the_application_must_see_is_raised_from_poll_once(cluster: EmbeddedCluster) -> None:
+    import kafka.errors as kafka_errors
+
+    from groupclient.coordinator import FaultKind, FaultRule
+    from groupclient.errors import RequestFailedError
+    from groupclient.protocol.apis import ApiKey
+    from groupclient.protocol.errors import ErrorCode
+
+    cluster.create_topic("auth", 1)
+    cluster.produce("auth", [b"a", b"b"])
+    consumer = member(cluster, enable_auto_commit=False)
+    try:
+        consumer.assign([TopicPartition("auth", 0)])
+        consumer.seek_to_beginning()
+        cluster.inject_fault(FaultRule(ApiKey.FETCH, FaultKind.ERROR, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+        raised: list[BaseException] = []
+        records: list[Any] = []
+        deadline = time.monotonic() + 20
+        while len(records) < 2 and time.monotonic() < deadline:
+            try:
+                for batch in consumer.poll(200).values():
+                    records += batch
+            except RequestFailedError as exc:
+                raised.append(exc)
+        assert len(raised) == 1 and isinstance(raised[0], kafka_errors.TopicAuthorizationFailedError)
+        assert [r.value for r in records] == [b"a", b"b"]  # the consumer went on afterwards
+    finally:
+        consumer.close()
