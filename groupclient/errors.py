@@ -32,8 +32,8 @@ import kafka.errors as kafka_errors
 from .protocol.errors import ErrorCode, error_name, known
 
 
-class GroupClientError(Exception):
-    """Base class of every error groupclient raises."""
+class GroupClientError(kafka_errors.KafkaError):
+    """Base class of every error groupclient raises (and so a kafka-python ``KafkaError``)."""
 
     # kafka-python's KafkaError compares by class and args and so is unhashable, and prefixes
     # the class name to the message; groupclient errors keep plain exception behaviour
@@ -53,6 +53,16 @@ class ConcurrentAccessError(GroupClientError, kafka_errors.IllegalStateError, Ru
 
 class IllegalStateError(GroupClientError, kafka_errors.IllegalStateError, RuntimeError):
     pass
+
+
+class UnassignedPartitionError(IllegalStateError, ValueError):
+    """seek() or position() of a partition the consumer does not own (kafka-python raises
+    ValueError or IllegalStateError there: this is both)."""
+
+
+class RebalanceListenerError(GroupClientError):
+    """The rebalance listener raised (its exception is ``__cause__``); raised from ``poll()``
+    after the rebalance step finished, as kafka-python and Java do."""
 
 
 class WakeupError(GroupClientError, kafka_errors.KafkaError):
@@ -85,7 +95,7 @@ def _combined_class(cls: type[BrokerError], code: int) -> type[BrokerError]:
     return found
 
 
-class BrokerError(GroupClientError, kafka_errors.KafkaError):
+class BrokerError(GroupClientError):
     """An error code a broker answered with (``code`` is its number, ``name`` its protocol name).
 
     An instance's class is also the ``kafka.errors`` class of its code."""
@@ -94,7 +104,8 @@ class BrokerError(GroupClientError, kafka_errors.KafkaError):
 
     def __new__(cls, code: int, message: str = "", *args: Any) -> BrokerError:
         # ``cls._plain_class or cls``: unpickling and copying call this with the combined class
-        return super().__new__(_combined_class(cls._plain_class or cls, int(code)))
+        error: BrokerError = super().__new__(_combined_class(cls._plain_class or cls, int(code)))
+        return error
 
     def __init__(self, code: int, message: str = "") -> None:
         self.code: int = known(code) or int(code)  # an ErrorCode when this client knows it

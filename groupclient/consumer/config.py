@@ -129,6 +129,16 @@ def _isolation_level(value: Any) -> str:
     return "read_committed" if level == IsolationLevel.READ_COMMITTED else "read_uncommitted"
 
 
+def default_config() -> dict[str, Any]:
+    """Every setting kafka-python's KafkaConsumer knows, with groupclient's default (kafka-python's
+    for those accepted and ignored), plus groupclient's own: ``GroupConsumer.DEFAULT_CONFIG``."""
+    from kafka.consumer.group import KafkaConsumer
+
+    theirs = KafkaConsumer.DEFAULT_CONFIG
+    return {**{k: theirs[k] for k in sorted(IGNORED | set(UNSUPPORTED)) if k in theirs},
+            **{k: v for k, v in UNSUPPORTED.items() if k not in theirs}, **DEFAULTS}
+
+
 def build_config(configs: dict[str, Any]) -> dict[str, Any]:
     unknown = set(configs) - _KNOWN
     if unknown:
@@ -178,6 +188,8 @@ def build_config(configs: dict[str, Any]) -> dict[str, Any]:
         if config["group_id"] is None:
             raise ConfigurationError("group_instance_id requires group_id")
         check_name("group_instance_id", config["group_instance_id"])
+    if config["client_rack"] == "":
+        config["client_rack"] = None  # kafka-python's default for "no rack"
     if config["client_rack"] is not None and (not isinstance(config["client_rack"], str) or not config["client_rack"]):
         raise ConfigurationError(f"client_rack must be a non-empty string or None, not {config['client_rack']!r}")
     if config["group_id"] is not None and (not isinstance(config["group_id"], str) or not config["group_id"]):

@@ -157,9 +157,12 @@ class ConsumerMembership:
             return True
         self.subscription.set_group_assignment(set())
         self.drop_fetched()
-        if owned:
+        if owned and lost:
             # lost: others may own them already, so the listener must not commit for them
-            self.listener_calls.call("on_partitions_lost" if lost else "on_partitions_revoked", owned)
+            self.listener_calls.call("on_partitions_lost", owned)
+        else:
+            # before every eager join, also with nothing owned (the first join), as kafka-python does
+            self.listener_calls.call("on_partitions_revoked", owned)
         if dropped - owned:
             self.listener_calls.call("on_partitions_lost", dropped - owned)
         return True

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import kafka.errors as kafka_errors
 from kafka.consumer.fetcher import ConsumerRecord
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
@@ -36,7 +37,7 @@ EARLIEST, LATEST = -2, -1
 UserDeserializer = Any
 
 
-class NoOffsetForPartitionError(ConfigurationError):
+class NoOffsetForPartitionError(ConfigurationError, kafka_errors.NoOffsetForPartitionError):
     """auto_offset_reset='none' and a partition has no committed offset."""
 
 
@@ -203,7 +204,8 @@ class Fetcher:
                 else:
                     continue
             records = [r for r in completed.take(remaining) if r.offset >= position]
-            if records and self.subscription.advance(tp, position, records[-1].offset + 1, delivered):
+            if records and self.subscription.advance(tp, position, records[-1].offset + 1, delivered,
+                                                     records[-1].leader_epoch):
                 result.setdefault(tp, []).extend(records)
                 remaining -= len(records)
                 completed.fetch_offset = records[-1].offset + 1

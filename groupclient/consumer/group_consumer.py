@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from kafka.consumer.fetcher import ConsumerRecord
+from kafka.future import Future as KafkaFuture
 from kafka.structs import ConsumerGroupMetadata, MemberState, OffsetAndMetadata, TopicPartition
 
 from ..assignors.base import RebalanceProtocol
@@ -29,9 +30,8 @@ from ..member.heartbeat_thread import HeartbeatThread
 from ..member.membership import GroupMembership
 from ..member.types import GroupConfig
 from ..network.client import NetworkClient, NetworkConfig, parse_bootstrap
-from ..network.future import RequestFuture
 from ..network.io import IOBackend
-from .config import build_config, check_name
+from .config import build_config, check_name, default_config
 from .fetcher import FetchConfig, Fetcher
 from .interceptors import InterceptorChain
 from .listener import ListenerCalls
@@ -63,6 +63,7 @@ class GroupMetadata(ConsumerGroupMetadata):  # type: ignore[misc]  # kafka-pytho
 
 
 class GroupConsumer(ClusterQueries, PositionControl):
+    DEFAULT_CONFIG = default_config()
     def __init__(self, *topics: str, clock: Clock | None = None, io: IOBackend | None = None,
                  **configs: Any) -> None:
         """``clock`` and ``io`` are for tests: the simulator in :mod:`groupclient.testing` passes
@@ -84,6 +85,7 @@ class GroupConsumer(ClusterQueries, PositionControl):
             cfg["metadata_max_age_ms"], cfg["allow_auto_create_topics"], cfg["retry_backoff_ms"]), self._clock, io=io)
         if self._metrics is not None:
             self._client.observer = self._metrics.on_request_done
+            self._client.io_observer = self._metrics.on_io
         self._subscription = SubscriptionState(cfg["auto_offset_reset"])
         self._listener_calls = ListenerCalls()
         self._fetcher = Fetcher(self._client, self._subscription, FetchConfig(
@@ -138,8 +140,14 @@ class GroupConsumer(ClusterQueries, PositionControl):
                 names = list(topics)
             else:
                 raise ArgumentTypeError(f"topics must be a topic name or a list of them, not {topics!r}")
-            if bool(names) == bool(pattern):
-                raise ConfigurationError("subscribe() takes topics or a pattern, exactly one of them")
+            if names and pattern:
+                raise IllegalStateError("subscribe() takes topics or a pattern, not both")
+            if not names and not pattern:
+                raise ConfigurationError("subscribe() needs topics or a pattern")
+            if listener is not None and not any(callable(getattr(listener, m, None)) for m in (
+                    "on_partitions_revoked", "on_partitions_assigned", "on_partitions_lost")):
+                raise ArgumentTypeError(f"listener {listener!r} has none of on_partitions_revoked, "
+                                        "on_partitions_assigned, on_partitions_lost")
             for name in names:
                 check_name("topic name", name)
             if pattern is not None and not isinstance(pattern, str):
@@ -169,13 +177,17 @@ class GroupConsumer(ClusterQueries, PositionControl):
             self._client.set_topics(set())
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        if not isinstance(partitions, Iterable):
+            raise ArgumentTypeError(f"assign() takes a list of TopicPartition, not {partitions!r}")
+        wanted = {check_partition(tp) for tp in partitions}
         with self._ownership.acquired():
             self._ensure_open()
+            if not wanted:
+                # as kafka-python (and Java): assigning nothing is unsubscribing
+                self.unsubscribe()
+                return
             if self._subscription.is_group_subscribed():
                 raise IllegalStateError("assign() after subscribe(): call unsubscribe() first")
-            if not isinstance(partitions, Iterable):
-                raise ArgumentTypeError(f"assign() takes a list of TopicPartition, not {partitions!r}")
-            wanted = {check_partition(tp) for tp in partitions}
             self._subscription.assign_from_user(wanted)
             self._fetcher.drop_buffered(wanted)
             self._client.set_topics({tp.topic for tp in wanted})
@@ -321,6 +333,8 @@ class GroupConsumer(ClusterQueries, PositionControl):
     def __next__(self) -> ConsumerRecord:
         """The next record; a commit (auto, on revoke, on close, or ``commit()``) covers exactly the
         records this has returned, not the rest of the batch it fetched them in."""
+        if self._closed:
+            raise StopIteration  # a for loop over a closed consumer ends, as in kafka-python
         timeout = self.config["consumer_timeout_ms"]
         timer = Timer(self._clock, None if timeout == float("inf") else timeout)
         while True:
@@ -328,7 +342,8 @@ class GroupConsumer(ClusterQueries, PositionControl):
                 record = next(self._iterator, None)
                 if record is None:
                     self._iterator = None
-                elif self._subscription.mark_delivered(TopicPartition(record.topic, record.partition), record.offset):
+                elif self._subscription.mark_delivered(TopicPartition(record.topic, record.partition), record.offset,
+                                                        record.leader_epoch):
                     return record
                 # else: revoked or seeked away since it was fetched; not this consumer's to give
             batch = self.poll(timeout_ms=min(timer.remaining_ms(), 1000), update_offsets=False)
@@ -365,15 +380,21 @@ class GroupConsumer(ClusterQueries, PositionControl):
                 "from the last committed offset")
 
     def commit_async(self, offsets: dict[TopicPartition, OffsetAndMetadata] | None = None,
-                     callback: CommitCallback | None = None) -> RequestFuture[None]:
+                     callback: CommitCallback | None = None) -> KafkaFuture:
+        """Send a commit and return kafka-python's ``kafka.future.Future`` for it (``is_done`` an
+        attribute, ``add_callback``...).  ``callback(offsets, error_or_None)`` runs on this thread,
+        from a later poll() or commit()."""
         with self._ownership.acquired():
             self._ensure_open()
             group = self._group()
             offsets = self._subscription.consumed_offsets() if offsets is None else _as_offsets(offsets)
             future = group.commit_async(offsets, callback or self.config["default_offset_commit_callback"])
+            answer = KafkaFuture()
+            future.add_callback(answer.success)
+            future.add_errback(answer.failure)
             # send it now; a pending wakeup() is for the next blocking call, not for this one
             self._client.poll_until(None, Timer(self._clock, 0), wakeup=False)
-            return future
+            return answer
 
     def committed(self, partition: TopicPartition, metadata: bool = False,
                   timeout_ms: int | None = None) -> int | OffsetAndMetadata | None:
@@ -462,7 +483,18 @@ class GroupConsumer(ClusterQueries, PositionControl):
                 self._closed = True
                 self._client.close()
                 self._interceptors.close()
+                self._close_deserializers()
             self._listener_calls.raise_pending()
+
+    def _close_deserializers(self) -> None:
+        """kafka-python's Deserializer objects have close(); plain functions have not."""
+        for key in ("key_deserializer", "value_deserializer"):
+            close = getattr(self.config[key], "close", None)
+            if callable(close) and not isinstance(self.config[key], type):
+                try:
+                    close()
+                except Exception as exc:
+                    log.warning("%s.close() failed: %r", key, exc)
 
     def __enter__(self) -> GroupConsumer:
         return self

@@ -7,6 +7,8 @@ from collections.abc import Callable
 
 from kafka.structs import TopicPartition
 
+from ..errors import RebalanceListenerError
+
 log = logging.getLogger("groupclient.consumer")
 
 
@@ -62,4 +64,4 @@ class ListenerCalls:
     def raise_pending(self) -> None:
         error, self.pending_error = self.pending_error, None
         if error is not None:
-            raise error
+            raise RebalanceListenerError(f"the rebalance listener raised {error!r}") from error

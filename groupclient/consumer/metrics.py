@@ -2,8 +2,8 @@
 
 Rates are per second over the last :data:`WINDOW_MS` (kafka-python's default sample window);
 averages and maxima are over the same window; ``-total`` counts are since the consumer started.
-Latencies are milliseconds, as in kafka-python and Java.  A value with no sample in the window
-is ``0.0`` for rates and ``nan`` for averages, so a dashboard can tell "idle" from "zero".
+Latencies are milliseconds, as in kafka-python and Java.  With no sample in the window a rate or
+an average is ``0.0`` and a maximum ``-inf``, kafka-python's values.
 
 Where the numbers come from:
 
@@ -62,11 +62,11 @@ class WindowedStat:
 
     def avg(self, now_ms: int) -> float:
         self._expire(now_ms)
-        return sum(v for _, v in self.samples) / len(self.samples) if self.samples else math.nan
+        return sum(v for _, v in self.samples) / len(self.samples) if self.samples else 0.0
 
     def max(self, now_ms: int) -> float:
         self._expire(now_ms)
-        return max(v for _, v in self.samples) if self.samples else math.nan
+        return max(v for _, v in self.samples) if self.samples else -math.inf
 
 
 _LATENCY_NAMES = {
@@ -86,9 +86,11 @@ class ConsumerMetrics:
         self._consumed_records = WindowedStat()  # records per poll() answer
         self._consumed_bytes = WindowedStat()
         self._records_total = 0
+        self._bytes_in = WindowedStat()
+        self._bytes_out = WindowedStat()
         self._rebalances = WindowedStat()  # duration (ms) per completed rebalance
         self._failed_rebalances = WindowedStat()
-        self._last_rebalance_ms: float = math.nan
+        self._last_rebalance_ms: float = -math.inf
 
     # -- recording (any thread) --------------------------------------------------------------
     def on_request_done(self, api_key: int, latency_ms: int, response: Any, failed: bool) -> None:
@@ -104,6 +106,14 @@ class ConsumerMetrics:
                 self._latency[name].record(now, latency_ms)
             if fetched is not None:
                 self._fetch_bytes.record(now, fetched)
+
+    def on_io(self, sent: int, received: int) -> None:
+        now = self._now_ms()
+        with self._lock:
+            if sent:
+                self._bytes_out.record(now, sent)
+            if received:
+                self._bytes_in.record(now, received)
 
     def on_records_delivered(self, count: int, size: int) -> None:
         now = self._now_ms()
@@ -122,7 +132,8 @@ class ConsumerMetrics:
                 self._last_rebalance_ms = duration_ms
 
     # -- reading ------------------------------------------------------------------------------
-    def snapshot(self, lags: Iterable[int], assigned: int, has_group: bool) -> dict[str, dict[str, float]]:
+    def snapshot(self, lags: Iterable[int], assigned: int, has_group: bool,
+                 connections: int = 0) -> dict[str, dict[str, float]]:
         now = self._now_ms()
         lag_values = list(lags)
         with self._lock:
@@ -135,6 +146,9 @@ class ConsumerMetrics:
                     "request-latency-max": self._requests.max(now),
                     "request-total": float(self._requests.total),
                     "failed-request-total": float(self._failed_requests),
+                    "incoming-byte-rate": self._bytes_in.value_rate(now),
+                    "outgoing-byte-rate": self._bytes_out.value_rate(now),
+                    "connection-count": float(connections),
                 },
                 FETCH: {
                     "fetch-rate": fetch.rate(now),
@@ -147,7 +161,7 @@ class ConsumerMetrics:
                     "records-consumed-rate": consumed.value_rate(now),
                     "records-consumed-total": float(self._records_total),
                     "records-per-request-avg": consumed.avg(now),
-                    "records-lag-max": float(max(lag_values)) if lag_values else math.nan,
+                    "records-lag-max": float(max(lag_values)) if lag_values else -math.inf,
                 },
             }
             if has_group:

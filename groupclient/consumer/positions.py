@@ -8,7 +8,7 @@ from typing import Any
 from kafka.structs import TopicPartition
 
 from ..clock import Clock, Timer
-from ..errors import ConfigurationError, IllegalStateError, KafkaTimeoutError
+from ..errors import ConfigurationError, KafkaTimeoutError, UnassignedPartitionError
 from ..network.client import NetworkClient
 from .consumer_membership import ConsumerMembership
 from .fetcher import Fetcher
@@ -66,7 +66,7 @@ class PositionControl:
         with self._ownership.acquired():
             self._ensure_open()
             if not self._subscription.is_assigned(partition):
-                raise IllegalStateError(f"{partition} is not assigned to this consumer")
+                raise UnassignedPartitionError(f"{partition} is not assigned to this consumer")
             timer = Timer(self._clock, timeout_ms)
             while (offset := self._subscription.position(partition)) is None:
                 self._update_fetch_positions(timer)
@@ -87,7 +87,7 @@ class PositionControl:
             if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
                 raise ConfigurationError(f"offset must be a non-negative integer, not {offset!r}")
             if not self._subscription.is_assigned(partition):
-                raise IllegalStateError(f"seek(): {partition} is not assigned to this consumer")
+                raise UnassignedPartitionError(f"seek(): {partition} is not assigned to this consumer")
             self._subscription.seek(partition, offset)
             self._iterator = None  # records fetched before the seek are not the ones to return
 
@@ -98,9 +98,17 @@ class PositionControl:
         self._seek_to("latest", partitions)
 
     def _seek_to(self, where: str, partitions: tuple[TopicPartition, ...]) -> None:
+        wanted = [check_partition(tp) for tp in partitions]
         with self._ownership.acquired():
-            for tp in partitions or tuple(self._subscription.assigned()):
+            assigned = self._subscription.assigned()
+            if not wanted and not assigned:
+                raise UnassignedPartitionError("no partitions are assigned to this consumer")
+            unassigned = [tp for tp in wanted if tp not in assigned]
+            if unassigned:
+                raise UnassignedPartitionError(f"not assigned to this consumer: {sorted(unassigned)}")
+            for tp in wanted or sorted(assigned):
                 self._subscription.request_reset(tp, where)
+            self._iterator = None
 
     def pause(self, *partitions: TopicPartition) -> None:
         with self._ownership.acquired():

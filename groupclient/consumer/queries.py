@@ -92,25 +92,20 @@ class ClusterQueries:
                 raise KafkaTimeoutError(f"no metadata for {sorted(topics - metadata.topics())} in time")
 
     def topics(self) -> set[str]:
+        """Every topic the cluster has (internal ones left out), asked for now; creates none."""
         with self._ownership.acquired():
-            self._client.set_topics(None)
-            self._ensure_metadata_for(set(), Timer(self._clock, self.config["request_timeout_ms"]))
-            timer = Timer(self._clock, self.config["request_timeout_ms"])
-            self._client.metadata.request_update()
-            future = self._client.maybe_update_metadata()
-            while future is None and not timer.expired():
-                self._client.poll_until(None, Timer(self._clock, 50))
-                future = self._client.maybe_update_metadata()
-            self._client.poll_until(future, timer)
+            self._ensure_open()
+            self._client.fetch_all_topics(Timer(self._clock, self.config["request_timeout_ms"]))
             return {t for t in self._client.metadata.topics() if not t.startswith("__")}
 
-    def partitions_for_topic(self, topic: str) -> set[int] | None:
+    def partitions_for_topic(self, topic: str) -> set[int]:
+        """The topic's partition numbers; an empty set for a topic that does not exist (asking
+        creates nothing, as in kafka-python)."""
         with self._ownership.acquired():
-            try:
-                self._ensure_metadata_for({topic}, Timer(self._clock, self.config["request_timeout_ms"]))
-            except KafkaTimeoutError:
-                return None
-            return self._client.metadata.partitions_for_topic(topic)
+            self._ensure_open()
+            if topic not in self._client.metadata.topics():
+                self._client.fetch_all_topics(Timer(self._clock, self.config["request_timeout_ms"]))
+            return set(self._client.metadata.partitions_for_topic(topic) or ())
 
     # -- bootstrap and metrics -------------------------------------------------------------
     def bootstrap(self, timeout_ms: int | None = None, refresh: bool = False) -> None:
@@ -135,4 +130,4 @@ class ClusterQueries:
             if position is not None and high is not None:
                 lags.append(max(0, high - position))
         group = self.config["group_id"] is not None
-        return self._metrics.snapshot(lags, len(self._subscription.assigned()), group)
+        return self._metrics.snapshot(lags, len(self._subscription.assigned()), group, self._client.connection_count())

@@ -30,6 +30,9 @@ class PartitionState:
     # Behind ``position`` while an iterator still holds records that were fetched but not yielded.
     delivered: int | None = None
     leader_epoch: int | None = None
+    # the leader epoch of the last record given to the application, committed with ``delivered``
+    # as kafka-python and Java do (KIP-320)
+    delivered_epoch: int | None = None
     paused: bool = False
     reset_requested: str | None = None  # "earliest" / "latest" when the position must be reset
     high_watermark: int | None = None
@@ -126,9 +129,10 @@ class SubscriptionState:
         with self._lock:
             state = self._state(tp)
             state.position, state.leader_epoch, state.reset_requested = offset, leader_epoch, None
-            state.delivered = offset
+            state.delivered, state.delivered_epoch = offset, leader_epoch
 
-    def advance(self, tp: TopicPartition, expected: int, new_position: int, delivered: bool = True) -> bool:
+    def advance(self, tp: TopicPartition, expected: int, new_position: int, delivered: bool = True,
+                epoch: int | None = None) -> bool:
         """Move the position if nobody seeked meanwhile; False if the records are stale.
 
         ``delivered``: the records go to the application now (poll); an iterator passes False
@@ -139,17 +143,17 @@ class SubscriptionState:
                 return False
             state.position = new_position
             if delivered:
-                state.delivered = new_position
+                state.delivered, state.delivered_epoch = new_position, epoch
             return True
 
-    def mark_delivered(self, tp: TopicPartition, offset: int) -> bool:
+    def mark_delivered(self, tp: TopicPartition, offset: int, epoch: int | None = None) -> bool:
         """The application got the record at ``offset``; False if it is no longer this
         consumer's to give (revoked, or seeked past)."""
         with self._lock:
             state = self._assignment.get(tp)
             if state is None or state.delivered is None or offset < state.delivered:
                 return False
-            state.delivered = offset + 1
+            state.delivered, state.delivered_epoch = offset + 1, epoch
             return True
 
     def request_reset(self, tp: TopicPartition, strategy: str | None = None) -> None:
@@ -184,7 +188,7 @@ class SubscriptionState:
     def consumed_offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
         """What the application was given of each owned partition, as offsets to commit."""
         with self._lock:
-            return {tp: OffsetAndMetadata(s.delivered, "", s.leader_epoch if s.leader_epoch is not None else -1)
+            return {tp: OffsetAndMetadata(s.delivered, "", _epoch(s.delivered_epoch, s.leader_epoch))
                     for tp, s in self._assignment.items() if s.delivered is not None}
 
     def has_lost(self) -> bool:
@@ -204,3 +208,11 @@ class SubscriptionState:
     def paused(self) -> set[TopicPartition]:
         with self._lock:
             return {tp for tp, s in self._assignment.items() if s.paused}
+
+
+def _epoch(*candidates: int | None) -> int:
+    """The first known leader epoch (records of old message formats have -1), else -1."""
+    for epoch in candidates:
+        if epoch is not None and epoch >= 0:
+            return epoch
+    return -1

@@ -17,9 +17,9 @@ from typing import Any
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from ..clock import Clock, Timer
-from ..errors import FatalGroupError, NoBrokersAvailableError, NodeNotReadyError, WakeupError
+from ..errors import FatalGroupError, KafkaTimeoutError, NoBrokersAvailableError, NodeNotReadyError, WakeupError
 from ..protocol.errors import ErrorCode
-from .connection import BrokerConnection, Completion, ConnectionState
+from .connection import BrokerConnection, Completion, ConnectionState, IoCounters
 from .future import RequestFuture
 from .io import EVENT_READ, EVENT_WRITE, IOBackend, SocketIO, Stream
 from .metadata import ClusterMetadata
@@ -85,6 +85,9 @@ class NetworkClient:
         self._deferred: list[Completion] = []
         # told of every answered or failed request: (API key, latency ms, answer or error, failed)
         self.observer: Callable[[int, int, Any, bool], None] | None = None
+        # told of the bytes sent and received by each poll() that moved any: (sent, received)
+        self.io_observer: Callable[[int, int], None] | None = None
+        self._io_counters = IoCounters()
 
     @property
     def request_timeout_ms(self) -> int:
@@ -106,7 +109,7 @@ class NetworkClient:
                 node_id, address[0], address[1], client_id=cfg.client_id,
                 request_timeout_ms=cfg.request_timeout_ms, reconnect_backoff_ms=cfg.reconnect_backoff_ms,
                 reconnect_backoff_max_ms=cfg.reconnect_backoff_max_ms,
-                max_in_flight=cfg.max_in_flight_requests_per_connection)
+                max_in_flight=cfg.max_in_flight_requests_per_connection, counters=self._io_counters)
         return conn
 
     def add_node(self, node_id: int, host: str, port: int) -> None:
@@ -154,6 +157,11 @@ class NetworkClient:
         if found_connecting is not None:
             return found_connecting
         return found_can_connect
+
+    def connection_count(self) -> int:
+        """Connections that are up (kafka-python's connection-count)."""
+        with self._locked():
+            return sum(1 for conn in self._conns.values() if conn.state is ConnectionState.READY)
 
     def in_flight_count(self, node_id: int | None = None) -> int:
         with self._locked():
@@ -257,6 +265,11 @@ class NetworkClient:
                 if expired or conn.state is ConnectionState.DISCONNECTED:
                     self._update_interest(conn)
                 completions += expired
+            counters = self._io_counters
+            moved = (counters.sent, counters.received)
+            counters.sent = counters.received = 0
+        if self.io_observer is not None and any(moved):
+            self.io_observer(*moved)
         self._finish(completions)
 
     def poll_until(self, future: RequestFuture[Any] | None, timer: Timer, wakeup: bool = True) -> None:
@@ -401,6 +414,28 @@ class NetworkClient:
         future.add_errback(lambda exc: self.metadata.request_update())
         self._metadata_future = future
         return future
+
+    def fetch_all_topics(self, timer: Timer) -> None:
+        """One Metadata request for every topic, creating none and leaving the topics this client
+        keeps metadata for unchanged (``topics()``, ``partitions_for_topic()``)."""
+        def build(version: int) -> Any:
+            return MetadataRequest(version=version, topics=None if version else [], allow_auto_topic_creation=False,
+                                   include_cluster_authorized_operations=False,
+                                   include_topic_authorized_operations=False)
+
+        while True:
+            node = self.least_loaded_node()
+            if node is not None and self.ready(node):
+                future = self.send(node, MetadataRequest, MetadataResponse, build)
+                self.poll_until(future, timer)
+                if future.succeeded():
+                    self.metadata.update(future.value, self.clock.monotonic_ms(), complete=True)
+                    self._forget_vanished_brokers()
+                    return
+            else:
+                self.poll_until(None, Timer(self.clock, min(timer.remaining_ms(), 100)))
+            if timer.expired():
+                raise KafkaTimeoutError("no Metadata answer for all topics in time")
 
     def _forget_vanished_brokers(self) -> None:
         """Drop the connections of nodes the metadata no longer names, or names at another

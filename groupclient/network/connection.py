@@ -55,6 +55,15 @@ class ConnectionState(enum.Enum):
 
 
 @dataclass
+class IoCounters:
+    """Bytes moved since the owner last took them (the client's metrics); touched under the
+    client's lock only."""
+
+    sent: int = 0
+    received: int = 0
+
+
+@dataclass
 class InFlight:
     correlation_id: int
     response_cls: Any
@@ -77,8 +86,9 @@ class _Attempt:
 class BrokerConnection:
     def __init__(self, node_id: int, host: str, port: int, *, client_id: str, request_timeout_ms: int,
                  reconnect_backoff_ms: int, reconnect_backoff_max_ms: int, max_in_flight: int,
-                 max_response_bytes: int = 100_000_000) -> None:
+                 max_response_bytes: int = 100_000_000, counters: IoCounters | None = None) -> None:
         self.node_id = node_id
+        self.counters = counters or IoCounters()
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -197,6 +207,7 @@ class BrokerConnection:
             except OSError as exc:
                 return self.close(now, DisconnectedError(f"send failed: {exc}"))
             del self._send_buffer[:sent]
+            self.counters.sent += sent
         return []
 
     def on_readable(self, now: int) -> list[Completion]:
@@ -212,6 +223,7 @@ class BrokerConnection:
             if not chunk:
                 return completions + self.close(now, DisconnectedError("connection closed by the broker"))
             self._recv_buffer += chunk
+            self.counters.received += len(chunk)
             if len(chunk) < (1 << 20):
                 break
         while len(self._recv_buffer) >= 4:

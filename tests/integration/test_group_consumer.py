@@ -82,7 +82,8 @@ def test_member_exceeding_max_poll_interval_leaves_and_rejoins(cluster: Embedded
     assert slow.wait_for(lambda p: any(e["event"] == "lost" and set(e["partitions"]) == owned_before
                                        for e in p.events), 30), slow.describe()
     after_stall = slow.events[next(i for i, e in enumerate(slow.events) if e["event"] == "stalling"):]
-    assert not any(e["event"] == "revoked" for e in after_stall)
+    # (the rejoin's eager revoke is of nothing, as in kafka-python: they were given up as lost)
+    assert not any(e["event"] == "revoked" and e["partitions"] for e in after_stall)
     # it comes back on its next poll
     assert wait_stable_cover(cluster, group, topic, PARTITIONS, members, 30), [m.describe() for m in members]
     expected |= produce(cluster, topic, 150, start=300)
