@@ -46,6 +46,11 @@ class ConfigurationError(GroupClientError, kafka_errors.KafkaConfigurationError,
     pass
 
 
+class ArgumentTypeError(ConfigurationError, TypeError):
+    """An argument of the wrong type: a ConfigurationError that names it, and a TypeError,
+    which kafka-python raises there."""
+
+
 class ConcurrentAccessError(GroupClientError, kafka_errors.IllegalStateError, RuntimeError):
     """A consumer is owned by one thread at a time (except ``wakeup()``).  kafka-python has no
     such check; its nearest class is IllegalStateError."""

@@ -18,7 +18,7 @@ from typing import Any
 from kafka.protocol.consumer import IsolationLevel
 
 from .. import __version__
-from ..errors import ConfigurationError
+from ..errors import ArgumentTypeError, ConfigurationError
 from .deserializers import check_deserializer
 
 log = logging.getLogger("groupclient.consumer")
@@ -117,7 +117,8 @@ def _check_bootstrap(value: Any) -> None:
             return
     elif isinstance(value, (list, tuple)) and value and all(isinstance(v, str) and v.strip() for v in value):
         return
-    raise ConfigurationError(f"bootstrap_servers must be 'host[:port]' or a list of them, not {value!r}")
+    error = ArgumentTypeError if not isinstance(value, (str, list, tuple)) else ConfigurationError
+    raise error(f"bootstrap_servers must be 'host[:port]' or a list of them, not {value!r}")
 
 
 def _isolation_level(value: Any) -> str:

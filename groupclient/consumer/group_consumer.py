@@ -23,7 +23,7 @@ from kafka.structs import ConsumerGroupMetadata, MemberState, OffsetAndMetadata,
 from ..assignors.base import RebalanceProtocol
 from ..assignors.registry import resolve_assignors
 from ..clock import Clock, SystemClock, Timer
-from ..errors import CommitFailedError, ConfigurationError, IllegalStateError
+from ..errors import ArgumentTypeError, CommitFailedError, ConfigurationError, IllegalStateError
 from ..member.member_state import MemberState as MemberPhase
 from .consumer_membership import CommitCallback, ConsumerMembership
 from ..member.heartbeat_thread import HeartbeatThread
@@ -38,7 +38,7 @@ from .listener import ListenerCalls
 from .metrics import ConsumerMetrics
 from .ownership import ThreadOwnership
 from .positions import PositionControl
-from .queries import ArgumentTypeError, ClusterQueries, check_partition
+from .queries import ClusterQueries, check_partition
 from .rebalance_events import RebalanceEvent
 from .subscription import SubscriptionState, SubscriptionType
 

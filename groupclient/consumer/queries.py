@@ -10,7 +10,7 @@ from typing import Any
 from kafka.structs import OffsetAndTimestamp, TopicPartition
 
 from ..clock import Clock, Timer
-from ..errors import ConfigurationError, KafkaTimeoutError
+from ..errors import ArgumentTypeError, ConfigurationError, KafkaTimeoutError
 from ..network.client import NetworkClient
 from .fetcher import EARLIEST, LATEST, Fetcher
 from .metrics import ConsumerMetrics
@@ -23,10 +23,6 @@ def check_partition(partition: Any) -> TopicPartition:
             and isinstance(partition[1], int)):
         raise ArgumentTypeError(f"expected a TopicPartition, got {partition!r}")
     return TopicPartition(*partition)
-
-
-class ArgumentTypeError(ConfigurationError, TypeError):
-    """An argument of the wrong type (kafka-python raises TypeError there)."""
 
 
 class ClusterQueries:
