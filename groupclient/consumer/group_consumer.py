@@ -111,7 +111,7 @@ class GroupConsumer(ClusterQueries, PositionControl):
             callbacks = self._consumer_membership.events.callbacks
             if self._metrics is not None:
                 metrics = self._metrics
-                callbacks.append(lambda event: metrics.on_rebalance(event.total_ms, failed=False))
+                callbacks.append(lambda event: metrics.on_rebalance(event.total_ms))
             if cfg["rebalance_event_callback"] is not None:
                 callbacks.append(cfg["rebalance_event_callback"])
         self._iterator: Iterator[ConsumerRecord] | None = None

@@ -89,7 +89,6 @@ class ConsumerMetrics:
         self._bytes_in = WindowedStat()
         self._bytes_out = WindowedStat()
         self._rebalances = WindowedStat()  # duration (ms) per completed rebalance
-        self._failed_rebalances = WindowedStat()
         self._last_rebalance_ms: float = -math.inf
 
     # -- recording (any thread) --------------------------------------------------------------
@@ -122,14 +121,11 @@ class ConsumerMetrics:
             self._records_total += count
             self._consumed_bytes.record(now, size)
 
-    def on_rebalance(self, duration_ms: float, failed: bool) -> None:
+    def on_rebalance(self, duration_ms: float) -> None:
         now = self._now_ms()
         with self._lock:
-            if failed:
-                self._failed_rebalances.record(now, duration_ms)
-            else:
-                self._rebalances.record(now, duration_ms)
-                self._last_rebalance_ms = duration_ms
+            self._rebalances.record(now, duration_ms)
+            self._last_rebalance_ms = duration_ms
 
     # -- reading ------------------------------------------------------------------------------
     def snapshot(self, lags: Iterable[int], assigned: int, has_group: bool,
@@ -183,7 +179,6 @@ class ConsumerMetrics:
                 coordinator["rebalance-latency-max"] = self._rebalances.max(now)
                 coordinator["last-rebalance-latency"] = self._last_rebalance_ms
                 coordinator["last-rebalance-seconds-ago"] = _seconds_since(self._rebalances.last_ms, now)
-                coordinator["failed-rebalance-total"] = float(self._failed_rebalances.total)
         return result
 
 _LATENCY_KEYS = {int(k) for k in _LATENCY_NAMES}

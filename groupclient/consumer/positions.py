@@ -3,33 +3,15 @@ A mixin of :class:`GroupConsumer`; every public method takes the consumer's owne
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafka.structs import TopicPartition
 
-from ..clock import Clock, Timer
+from ..clock import Timer
 from ..errors import ConfigurationError, KafkaTimeoutError, UnassignedPartitionError
-from ..network.client import NetworkClient
-from .consumer_membership import ConsumerMembership
-from .fetcher import Fetcher
-from .ownership import ThreadOwnership
+from .parts import ConsumerParts
 from .queries import check_partition
-from .subscription import SubscriptionState
 
 
-class PositionControl:
-    config: dict[str, Any]
-    _clock: Clock
-    _client: NetworkClient
-    _fetcher: Fetcher
-    _subscription: SubscriptionState
-    _ownership: ThreadOwnership
-    _consumer_membership: ConsumerMembership | None
-    _iterator: Any
-
-    def _ensure_open(self) -> None:
-        raise NotImplementedError
-
+class PositionControl(ConsumerParts):
     def _positions_known_in_time(self, timer: Timer) -> bool:
         """Inside poll(), running out of time while looking up positions is not an error: the
         next poll goes on from where this one stopped."""

@@ -9,13 +9,10 @@ from typing import Any
 
 from kafka.structs import OffsetAndTimestamp, TopicPartition
 
-from ..clock import Clock, Timer
+from ..clock import Timer
 from ..errors import ArgumentTypeError, ConfigurationError, KafkaTimeoutError
-from ..network.client import NetworkClient
-from .fetcher import EARLIEST, LATEST, Fetcher
-from .metrics import ConsumerMetrics
-from .ownership import ThreadOwnership
-from .subscription import SubscriptionState
+from .fetcher import EARLIEST, LATEST
+from .parts import ConsumerParts
 
 
 def check_partition(partition: Any) -> TopicPartition:
@@ -25,18 +22,7 @@ def check_partition(partition: Any) -> TopicPartition:
     return TopicPartition(*partition)
 
 
-class ClusterQueries:
-    config: dict[str, Any]
-    _clock: Clock
-    _client: NetworkClient
-    _fetcher: Fetcher
-    _subscription: SubscriptionState
-    _ownership: ThreadOwnership
-    _metrics: ConsumerMetrics | None
-
-    def _ensure_open(self) -> None:
-        raise NotImplementedError
-
+class ClusterQueries(ConsumerParts):
     def _default_timer(self, timeout_ms: int | None) -> Timer:
         """Calls that go to the cluster never wait forever: request_timeout_ms unless told."""
         if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float))

@@ -248,7 +248,7 @@ def test_metrics_rates_latencies_and_window() -> None:
     metrics.on_request_done(int(ApiKey.HEARTBEAT), 4, None, False)
     metrics.on_request_done(int(ApiKey.OFFSET_COMMIT), 5, None, True)  # failed: not a commit
     metrics.on_records_delivered(30, 3000)
-    metrics.on_rebalance(250, failed=False)
+    metrics.on_rebalance(250)
     clock.advance(1000)
     snap = metrics.snapshot([5, 40], assigned=2, has_group=True)
     coordinator, fetch = snap["consumer-coordinator-metrics"], snap["consumer-fetch-manager-metrics"]
