@@ -65,6 +65,10 @@ class UnassignedPartitionError(IllegalStateError, ValueError):
     ValueError or IllegalStateError there: this is both)."""
 
 
+class UnsupportedCodecError(GroupClientError, kafka_errors.UnsupportedCodecError):
+    """A record batch uses a compression whose package is not installed."""
+
+
 class RebalanceListenerError(GroupClientError):
     """The rebalance listener raised (its exception is ``__cause__``); raised from ``poll()``
     after the rebalance step finished, as kafka-python and Java do."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
@@ -48,7 +50,7 @@ RECORDS = [
 ]
 
 
-@pytest.mark.parametrize("compression", [0, 1])  # none, gzip (the fallback path)
+@pytest.mark.parametrize("compression", [0, 1, 2, 3, 4])  # none, gzip, snappy, lz4, zstd
 @pytest.mark.parametrize("fetch_offset", [0, 101, 104, 107, 200])
 def test_same_records_as_kafka_record(compression: int, fetch_offset: int) -> None:
     data = batch(100, RECORDS, compression) + batch(105, RECORDS[:3], compression)
@@ -72,3 +74,67 @@ def test_deserializers_apply_to_keys_and_values_but_not_to_nulls() -> None:
     data = batch(0, [(b"1", b"2", []), (None, None, [])])
     records = list(decode_records(data, 0, "t", 0, lambda k, h: int(k), lambda v, h: v.decode() + "!", True))
     assert [(r.key, r.value) for r in records] == [(1, "2!"), (None, None)]
+
+
+def recompressed(data: bytes, codec: int, compress: Any) -> bytes:
+    """An uncompressed v2 batch with its records section compressed by ``compress`` (as another
+    producer would write it), length and CRC fixed up."""
+    from kafka.record.util import calc_crc32c
+
+    header, records = bytearray(data[:61]), data[61:]
+    body = compress(records)
+    header[21:23] = ((int.from_bytes(header[21:23], "big") & ~0x07) | codec).to_bytes(2, "big")
+    out = header + body
+    out[8:12] = (len(out) - 12).to_bytes(4, "big")
+    out[17:21] = calc_crc32c(bytes(out[21:])).to_bytes(4, "big")
+    return bytes(out)
+
+
+def test_frames_other_producers_write_decode_too() -> None:
+    """zstd frames without a content size (Java's producer), several lz4 and gzip settings."""
+    import gzip as gzip_module
+
+    import lz4.frame
+    import zstandard
+
+    plain = batch(7, RECORDS)
+    expected = ours(plain, 0)
+    no_size = zstandard.ZstdCompressor(write_content_size=False)
+    for codec, compress in [
+        (4, lambda b: no_size.compress(b)),
+        (4, lambda b: zstandard.ZstdCompressor(level=19).compress(b)),
+        (3, lambda b: lz4.frame.compress(b, block_linked=False, content_checksum=True)),
+        (3, lambda b: lz4.frame.compress(b, store_size=False)),
+        (1, lambda b: gzip_module.compress(b, compresslevel=1)),
+    ]:
+        assert ours(recompressed(plain, codec, compress), 0) == expected
+
+
+def test_control_batches_hold_no_records() -> None:
+    from kafka.record.util import calc_crc32c
+
+    marker = bytearray(batch(1, [(b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x00", [])]))
+    marker[21:23] = (int.from_bytes(marker[21:23], "big") | 0x30).to_bytes(2, "big")  # transactional, control
+    marker[17:21] = calc_crc32c(bytes(marker[21:])).to_bytes(4, "big")
+    data = batch(0, RECORDS[:1]) + bytes(marker) + batch(2, RECORDS[:1])
+    assert [r[0] for r in ours(data, 0)] == [0, 2]
+    assert [r.offset for r in reference_records(data)] == [0, 2]  # kafka.record agrees
+
+
+def reference_records(data: bytes) -> list[Any]:
+    records = MemoryRecords(data)
+    out = []
+    while (b := records.next_batch()) is not None:
+        if not b.is_control_batch:
+            out.extend(b)
+    return out
+
+
+def test_a_codec_that_is_not_installed_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kafka.errors as kafka_errors
+
+    from groupclient.consumer import codecs
+
+    monkeypatch.setitem(codecs._DECOMPRESS, codecs.LZ4, None)
+    with pytest.raises(kafka_errors.UnsupportedCodecError, match="lz4"):
+        ours(batch(0, RECORDS, 3), 0)
