@@ -27,7 +27,7 @@ from ..protocol.apis import ApiKey
 from ..protocol.error_table import Action, action_for, error_for
 from ..protocol.errors import error_name
 from .deserializers import bind
-from .records import decode_records
+from .records import decode_records, next_offset
 from .subscription import SubscriptionState
 
 log = logging.getLogger("groupclient.consumer")
@@ -57,18 +57,29 @@ class CompletedFetch:
     def __init__(self, tp: TopicPartition, fetch_offset: int, data: bytes, config: FetchConfig) -> None:
         self.tp = tp
         self.fetch_offset = fetch_offset
+        self.size = len(data)
+        # where this answer ends: the next fetch of the partition starts there, and the position
+        # moves there once the records are drained (past trailing transaction markers)
+        self.next_offset = next_offset(data, fetch_offset)
         self._records: Iterator[ConsumerRecord] = decode_records(
             data, fetch_offset, tp.topic, tp.partition,
             bind("key_deserializer", config.key_deserializer, tp.topic),
             bind("value_deserializer", config.value_deserializer, tp.topic), config.check_crcs)
         self._peeked: ConsumerRecord | None = None
 
-    def take(self, limit: int) -> list[ConsumerRecord]:
+    def take(self, limit: int, start: int) -> list[ConsumerRecord]:
+        """Up to ``limit`` records from offset ``start`` on (earlier ones are skipped: the
+        position moved past them since the fetch)."""
         out = []
         if self._peeked is not None:
-            out.append(self._peeked)
+            if self._peeked.offset >= start:
+                out.append(self._peeked)
             self._peeked = None
+        if len(out) >= limit:
+            return out
         for record in self._records:
+            if record.offset < start:
+                continue
             out.append(record)
             if len(out) >= limit:
                 break
@@ -99,15 +110,29 @@ class Fetcher:
             return bool(self._completed)
 
     def send_fetches(self) -> int:
-        """Send a Fetch to each leader of fetchable partitions with no fetch in flight."""
+        """Send a Fetch to each leader of fetchable partitions with no fetch in flight.
+
+        Pipelined: a partition whose earlier answers are still buffered is fetched from where
+        they end, while the buffer holds less than ``fetch_max_bytes`` (librdkafka's
+        queued.max.messages.kbytes), so the next answer travels while the application works
+        through this one.  Either thread may call this; a node is claimed under the lock."""
         metadata = self.client.metadata
         with self._lock:
-            buffered = {c.tp for c in self._completed}
+            first: dict[TopicPartition, int] = {}
+            ahead: dict[TopicPartition, int] = {}
+            for c in self._completed:
+                first.setdefault(c.tp, c.fetch_offset)
+                ahead[c.tp] = c.next_offset
+            room = sum(c.size for c in self._completed) < self.config.fetch_max_bytes
             busy = set(self._in_flight_nodes)
         by_node: dict[int, list[tuple[TopicPartition, int]]] = {}
         for tp, position in self.subscription.fetchable():
-            if tp in buffered:
-                continue
+            if tp in ahead:
+                # only right behind what is buffered, and only if that is where the position is
+                # heading (a seek made it stale: drained and dropped first, then fetched anew)
+                if not room or not first[tp] <= position <= ahead[tp]:
+                    continue
+                position = ahead[tp]
             leader = metadata.leader_for(tp.topic, tp.partition)
             if leader is None:
                 metadata.request_update()
@@ -116,9 +141,14 @@ class Fetcher:
                 by_node.setdefault(leader, []).append((tp, position))
         sent = 0
         for node, partitions in by_node.items():
-            if self.client.ready(node):
-                self._send_fetch(node, partitions)
-                sent += 1
+            if not self.client.ready(node):
+                continue
+            with self._lock:
+                if node in self._in_flight_nodes:
+                    continue  # the other thread sent one meanwhile
+                self._in_flight_nodes.add(node)
+            self._send_fetch(node, partitions)
+            sent += 1
         return sent
 
     def _send_fetch(self, node: int, partitions: list[tuple[TopicPartition, int]]) -> None:
@@ -127,8 +157,6 @@ class Fetcher:
 
         timeout = self.client.request_timeout_ms + self.config.fetch_max_wait_ms
         future = self.client.send(node, FetchRequest, FetchResponse, build, timeout_ms=timeout)
-        with self._lock:
-            self._in_flight_nodes.add(node)
         future.add_callback(lambda response: self._on_fetch(node, partitions, response))
         future.add_errback(lambda exc: self._on_fetch_failed(node, exc))
 
@@ -173,6 +201,9 @@ class Fetcher:
         with self._lock:
             self._in_flight_nodes.discard(node)
             self._completed.extend(completed)
+        if completed:
+            # the next answer is on its way while this one is decoded and handed out
+            self.send_fetches()
 
     def _on_fetch_failed(self, node: int, exc: BaseException) -> None:
         log.debug("fetch from node %d failed: %s", node, exc)
@@ -203,14 +234,18 @@ class Fetcher:
                     completed.fetch_offset = position
                 else:
                     continue
-            records = [r for r in completed.take(remaining) if r.offset >= position]
+            records = completed.take(remaining, position)
             if records and self.subscription.advance(tp, position, records[-1].offset + 1, delivered,
                                                      records[-1].leader_epoch):
                 result.setdefault(tp, []).extend(records)
                 remaining -= len(records)
-                completed.fetch_offset = records[-1].offset + 1
+                position = completed.fetch_offset = records[-1].offset + 1
             if not completed.exhausted():
                 kept.append(completed)
+            elif completed.next_offset > position:
+                # drained: step over what follows the last record in this answer (transaction
+                # markers), as Java's nextFetchOffset does, so the next answer lines up
+                self.subscription.advance(tp, position, completed.next_offset, delivered)
         with self._lock:
             self._completed.extendleft(reversed(kept))
         if not result:

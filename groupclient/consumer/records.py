@@ -25,6 +25,8 @@ from .codecs import decompress
 # baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordCount
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _CRC_START = 21
+_BASE_AND_LENGTH = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")  # at byte 23 of a v2 batch
 _COMPRESSION_MASK, _TIMESTAMP_TYPE_MASK, _CONTROL_MASK = 0x07, 0x08, 0x20
 
 Headers = list[tuple[str, "bytes | None"]]
@@ -47,6 +49,21 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         if byte < 0x80:
             return (value >> 1) ^ -(value & 1), pos
         shift += 7
+
+
+def next_offset(data: bytes, fetch_offset: int) -> int:
+    """The offset after the last complete batch in ``data`` (at least ``fetch_offset``): where the
+    next fetch of the partition starts, past trailing transaction markers too."""
+    pos, end, found = 0, len(data), fetch_offset
+    while pos + _HEADER.size <= end:
+        base_offset, length = _BASE_AND_LENGTH.unpack_from(data, pos)
+        last_delta = _LAST_DELTA.unpack_from(data, pos + 23)[0]
+        batch_end = pos + 12 + length
+        if batch_end > end:
+            break
+        found = max(found, base_offset + last_delta + 1)
+        pos = batch_end
+    return found
 
 
 def decode_records(data: bytes, fetch_offset: int, topic: str, partition: int, kd: Deserializer,
