@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
+from itertools import islice
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -72,17 +73,16 @@ class CompletedFetch:
         position moved past them since the fetch)."""
         out = []
         if self._peeked is not None:
-            if self._peeked.offset >= start:
-                out.append(self._peeked)
+            out.append(self._peeked)
             self._peeked = None
-        if len(out) >= limit:
-            return out
-        for record in self._records:
-            if record.offset < start:
-                continue
-            out.append(record)
-            if len(out) >= limit:
-                break
+        out.extend(islice(self._records, limit - len(out)))
+        if out and out[0].offset < start:  # rare: a seek into this answer; records are in order
+            out = [r for r in out if r.offset >= start]
+            while len(out) < limit:
+                more = [r for r in islice(self._records, limit - len(out)) if r.offset >= start]
+                if not more:
+                    break
+                out.extend(more)
         return out
 
     def exhausted(self) -> bool:
@@ -103,6 +103,7 @@ class Fetcher:
         # a partition's error the application must see (topic authorization...), raised by the
         # next fetched_records() that has no records to return, as the Java client does
         self._errors: dict[TopicPartition, BaseException] = {}
+        self.drained_bytes = 0  # bytes of fetch answers fully handed out (metrics), under the lock
 
     # -- fetching ------------------------------------------------------------------------
     def has_buffered(self) -> bool:
@@ -242,7 +243,10 @@ class Fetcher:
                 position = completed.fetch_offset = records[-1].offset + 1
             if not completed.exhausted():
                 kept.append(completed)
-            elif completed.next_offset > position:
+                continue
+            with self._lock:
+                self.drained_bytes += completed.size
+            if completed.next_offset > position:
                 # drained: step over what follows the last record in this answer (transaction
                 # markers), as Java's nextFetchOffset does, so the next answer lines up
                 self.subscription.advance(tp, position, completed.next_offset, delivered)
@@ -260,6 +264,11 @@ class Fetcher:
             del self._errors[tp]
         if self.subscription.is_assigned(tp):
             raise error
+
+    def take_drained_bytes(self) -> int:
+        with self._lock:
+            drained, self.drained_bytes = self.drained_bytes, 0
+        return drained
 
     def drop_buffered(self, keep: set[TopicPartition]) -> None:
         with self._lock:

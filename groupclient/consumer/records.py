@@ -98,19 +98,77 @@ def decode_records(data: bytes, fetch_offset: int, topic: str, partition: int, k
         ts_type = 1 if attributes & _TIMESTAMP_TYPE_MASK else 0
         log_append = ts_type == 1
         for _ in range(count):
-            _, p = _varint(b, p)  # record length
-            p += 1  # record attributes (unused)
-            ts_delta, p = _varint(b, p)
-            offset_delta, p = _varint(b, p)
-            key_len, p = _varint(b, p)
+            # the zigzag varints are decoded inline (as _varint does): a function call per field
+            # was a third of the decoding time
+            while b[p] & 0x80:  # the record length: not needed, every field is read in turn
+                p += 1
+            p += 2  # its last byte, and the record attributes (unused)
+            byte = b[p]
+            p += 1
+            if byte >= 0x80:
+                byte, shift = byte & 0x7F, 7
+                while True:
+                    more = b[p]
+                    p += 1
+                    byte |= (more & 0x7F) << shift
+                    if more < 0x80:
+                        break
+                    shift += 7
+            ts_delta = (byte >> 1) ^ -(byte & 1)
+            byte = b[p]
+            p += 1
+            if byte >= 0x80:
+                byte, shift = byte & 0x7F, 7
+                while True:
+                    more = b[p]
+                    p += 1
+                    byte |= (more & 0x7F) << shift
+                    if more < 0x80:
+                        break
+                    shift += 7
+            offset_delta = (byte >> 1) ^ -(byte & 1)
+            byte = b[p]
+            p += 1
+            if byte >= 0x80:
+                byte, shift = byte & 0x7F, 7
+                while True:
+                    more = b[p]
+                    p += 1
+                    byte |= (more & 0x7F) << shift
+                    if more < 0x80:
+                        break
+                    shift += 7
+            key_len = (byte >> 1) ^ -(byte & 1)
             key = None
             if key_len >= 0:
                 key, p = b[p : p + key_len], p + key_len
-            value_len, p = _varint(b, p)
+            byte = b[p]
+            p += 1
+            if byte >= 0x80:
+                byte, shift = byte & 0x7F, 7
+                while True:
+                    more = b[p]
+                    p += 1
+                    byte |= (more & 0x7F) << shift
+                    if more < 0x80:
+                        break
+                    shift += 7
+            value_len = (byte >> 1) ^ -(byte & 1)
             value = None
             if value_len >= 0:
                 value, p = b[p : p + value_len], p + value_len
-            header_count, p = _varint(b, p)
+            byte = b[p]
+            p += 1
+            if byte >= 0x80:
+                byte, shift = byte & 0x7F, 7
+                while True:
+                    more = b[p]
+                    p += 1
+                    byte |= (more & 0x7F) << shift
+                    if more < 0x80:
+                        break
+                    shift += 7
+            header_count = (byte >> 1) ^ -(byte & 1)
             headers: list[tuple[str, bytes | None]] = []
             header_size = -1
             if header_count:
