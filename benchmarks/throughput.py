@@ -1,0 +1,422 @@
+"""Consumer throughput: groupclient GroupConsumer, kafka-python KafkaConsumer and confluent-kafka
+Consumer on the same topics in the same run, on a real Kafka 4.1 broker and on the embedded broker.
+
+Usage (the full matrix, a long run; one Kafka broker, one embedded broker per cell):
+
+    nice -n 5 python benchmarks/throughput.py --out results.json --plot docs/throughput.png
+
+    # quick: embedded broker, 100 B values, none and lz4, 6 partitions, ~10k records, 1 run
+    python benchmarks/throughput.py --quick
+    python benchmarks/throughput.py --brokers kafka --sizes 100 --codecs none --partitions 6 --mb 5
+
+Matrix: value size (--sizes) x compression (--codecs: none, gzip, snappy, lz4, zstd) x partitions
+(--partitions) on each broker (--brokers kafka,embedded); --clients picks the consumers.  Per cell a
+topic of mb*1e6/size records (at least --min-records, at most --max-records) is produced once by
+kafka-python's KafkaProducer (batch_size 64 KiB, linger 10 ms; the producer sticks to a partition
+for one batch, like the sticky partitioner, so batches are full): JSON-like event text with random
+fields, which gzip/zstd compress ~4-5x and lz4/snappy ~2.5x.  Each client then drains the topic with
+a fresh group (earliest, no auto commit) in its own process (benchmarks/throughput_worker.py),
+--runs times, the client order rotating per run; figures are medians over the runs.
+
+Per client and cell: steady records/s = records received after the first third / time from the
+third to the last record (librdkafka prefetches in the background, so the first third, including
+the join, is excluded for everyone); MB/s of values in the same span; CPU seconds of the client's
+process (all threads) per million records in the same span; the broker's CPU per million records
+over the whole consume (the JSON also has it for the steady span); ratios groupclient/kafka-python
+and groupclient/confluent-kafka.  results.json keeps every run, with the longest wait for records.
+
+Settings are the clients' defaults: python clients max_poll_records 500 (--max-poll-records),
+fetch sizes default (fetch_max_bytes 50 MB, max_partition_fetch_bytes 1 MB; librdkafka the same plus
+its background prefetch of up to 64 MB), metadata_max_age_ms 5000 for both python clients (a
+kafka-python join race).  confluent-kafka: consume(num_messages=1000, timeout=1.0), the last call
+asking only for the records still missing; --confluent-config adds librdkafka settings.  Every
+record's value is read (record.value, msg.value()).  The Kafka broker runs with full JIT here
+(tests/kafka/broker.py limits it to C1 for a fast start).
+
+Caveats: with 60 partitions one fetch (1 MB a partition) can hold most of a cell's topic, so the
+steady span measures decoding fetched data more than fetching.  librdkafka postpones a partition's
+fetch by fetch.queue.backoff.ms (default 1000) when its queue is over queued.min.messages (100000):
+confluent-kafka then waits ~1 s for its last records in some runs (printed as "no records for").
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+from importlib import metadata
+import json
+import logging
+import math
+import os
+import platform
+import random
+import select
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.brokers import coordinator, cpu_seconds, stop_process  # noqa: E402
+
+WORKER = Path(__file__).resolve().parent / "throughput_worker.py"
+CLIENTS = ("groupclient", "kafka-python", "confluent-kafka")
+SHORT = {"groupclient": "gc", "kafka-python": "kp", "confluent-kafka": "ck"}
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+BATCH_SIZE, LINGER_MS = 64 * 1024, 10
+EVENTS = ["page_view", "click", "add_to_cart", "checkout", "search", "login", "logout", "purchase"]
+COUNTRIES = ["US", "DE", "FR", "GB", "BR", "IN", "JP", "CA", "ES", "IT"]
+AGENTS = ["Mozilla/5.0 (X11; Linux x86_64)", "Mozilla/5.0 (Windows NT 10.0; Win64; x64)",
+          "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5)", "okhttp/4.12.0"]
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar "
+         "papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
+
+
+def packages() -> dict[str, str | None]:
+    """Versions of the clients and of the optional packages for codecs and CRCs (None: absent)."""
+    found: dict[str, str | None] = {}
+    for name in ("groupclient", "kafka-python", "confluent-kafka", "crc32c", "lz4", "zstandard", "python-snappy"):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    for module in ("crc32c", "lz4.frame", "zstandard", "snappy"):  # installed is not importable
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+            continue
+        found[module] = None
+    with contextlib.suppress(ImportError):
+        import confluent_kafka
+        found["librdkafka"] = confluent_kafka.libversion()[0]
+    return found
+
+
+def values(seed: int, size: int) -> Iterator[bytes]:
+    """Endless ``size``-byte values: JSON arrays of events with random ids, cut to size."""
+    rng = random.Random(seed)
+    while True:
+        parts, length = [], 0
+        while length < size:
+            event = (f'{{"event":"{rng.choice(EVENTS)}","user_id":{rng.randrange(10**7)},'
+                     f'"session":"{rng.getrandbits(64):016x}","ts":{1_760_000_000_000 + rng.randrange(10**9)},'
+                     f'"country":"{rng.choice(COUNTRIES)}","agent":"{rng.choice(AGENTS)}",'
+                     f'"amount":{rng.random() * 500:.2f},"query":"{" ".join(rng.choices(WORDS, k=rng.randrange(1, 5)))}"}}')
+            parts.append(event)
+            length += len(event) + 1
+        yield ("[" + ",".join(parts) + "]").encode()[:size]
+
+
+def compression_ratio(codec: str, size: int) -> float:
+    """Estimated: ~1 MB of values compressed in 64 KiB chunks with kafka-python's codec."""
+    if codec == "none":
+        return 1.0
+    from kafka import codec as codecs
+    encode = {"gzip": codecs.gzip_encode, "snappy": codecs.snappy_encode, "lz4": codecs.lz4_encode,
+              "zstd": codecs.zstd_encode}[codec]
+    gen = values(0, size)
+    data = b"".join(next(gen) for _ in range(max(1, 1_000_000 // size)))
+    chunks = [data[i:i + BATCH_SIZE] for i in range(0, len(data), BATCH_SIZE)]
+    return sum(map(len, chunks)) / sum(len(encode(c)) for c in chunks)
+
+
+def produce(bootstrap: str, topic: str, partitions: int, codec: str, size: int, records: int) -> float:
+    """Create ``topic`` and fill it; the seconds it took.  Raises unless every record arrived."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    started = time.monotonic()
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
+    admin.create_topics([NewTopic(topic, partitions, 1)])
+    admin.close()
+    producer = KafkaProducer(bootstrap_servers=bootstrap, compression_type=None if codec == "none" else codec,
+                             batch_size=BATCH_SIZE, linger_ms=LINGER_MS, acks=1, max_block_ms=60000)
+    per_batch = max(1, BATCH_SIZE // (size + 20))  # records per full batch: then the next partition
+    try:
+        for i, value in zip(range(records), values(records + size + partitions, size)):
+            producer.send(topic, value, key=b"user-%d" % (i % 10007), partition=(i // per_batch) % partitions)
+        producer.flush(timeout=300)
+    finally:
+        producer.close(timeout=30)
+    counter = KafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=30000)
+    ends = counter.end_offsets([TopicPartition(topic, p) for p in range(partitions)])
+    counter.close()
+    if sum(ends.values()) != records:
+        raise RuntimeError(f"{topic}: {sum(ends.values())} records on the broker, {records} produced")
+    return time.monotonic() - started
+
+
+def run_client(client: str, bootstrap: str, topic: str, records: int, broker_pid: int,
+               args: argparse.Namespace, timeout_s: float) -> dict[str, Any]:
+    """One worker process: its JSON line plus its and the broker's CPU around it; killed after
+    ``timeout_s`` (the worker gives up itself at ``timeout_s``, reporting how far it got)."""
+    with tempfile.TemporaryFile() as stderr:
+        broker0 = cpu_seconds(broker_pid)
+        child = subprocess.Popen(
+            [sys.executable, str(WORKER), client, bootstrap, topic, str(records), "--broker-pid", str(broker_pid),
+             "--timeout-s", str(timeout_s), "--max-poll-records", str(args.max_poll_records),
+             "--confluent-config", json.dumps(args.confluent_config)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
+        assert child.stdin is not None and child.stdout is not None
+        result: dict[str, Any] = {"ok": False, "error": "interrupted"}
+        try:
+            out, deadline = b"", time.monotonic() + timeout_s + 30
+            while not out.endswith(b"\n") and time.monotonic() < deadline:
+                if select.select([child.stdout], [], [], 1.0)[0]:
+                    chunk = os.read(child.stdout.fileno(), 65536)
+                    if not chunk:
+                        break  # the worker exited without a result
+                    out += chunk
+            try:
+                result = json.loads(out.decode(errors="replace").strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                error = (f"no result after {timeout_s + 30:.0f} s: killed" if time.monotonic() >= deadline
+                         else f"exited with {child.wait(5)}, output {out[-200:]!r}")
+                result = {"ok": False, "error": error}
+            else:
+                result["process_cpu_s"] = cpu_seconds(child.pid)  # interpreter start to last record
+                result["broker_cpu_s"] = cpu_seconds(broker_pid) - broker0  # the whole consume
+                child.stdin.close()  # lets the worker close its consumer and exit
+                child.wait(30)
+        except subprocess.TimeoutExpired:
+            pass  # close() hung: stopped below
+        finally:
+            stop_process(child, timeout_s=5)
+            if not result.get("ok"):
+                stderr.seek(0)
+                result["stderr_tail"] = stderr.read().decode(errors="replace")[-2000:]
+    return result
+
+
+def median(runs: list[dict[str, Any]], key: str) -> float | None:
+    samples = [r[key] for r in runs if r.get("ok") and r.get(key) is not None]
+    return statistics.median(samples) if samples else None
+
+
+def run_cell(broker: str, bootstrap: str, broker_pid: int, topic: str, size: int, codec: str, partitions: int,
+             args: argparse.Namespace) -> dict[str, Any]:
+    records = int(min(max(args.mb * 1e6 / size, args.min_records), args.max_records))
+    cell: dict[str, Any] = {"broker": broker, "size": size, "codec": codec, "partitions": partitions,
+                            "records": records, "topic": topic, "compression_ratio_est": compression_ratio(codec, size)}
+    print(f"[{broker}] {size} B {codec} p{partitions}: producing {records:,} records", flush=True)
+    cell["produce_s"] = produce(bootstrap, topic, partitions, codec, size, records)
+    runs: dict[str, list[dict[str, Any]]] = {c: [] for c in args.clients}
+    for run in range(args.runs):
+        shift = run % len(args.clients)
+        for client in args.clients[shift:] + args.clients[:shift]:
+            result = run_client(client, bootstrap, topic, records, broker_pid, args,
+                                timeout_s=60 + records / 2000)  # a client slower than 2000 records/s fails
+            runs[client].append(result)
+            shown = (f"{result['steady_records_per_s']:,.0f} records/s, {result['steady_mb_per_s']:.1f} MB/s, "
+                     f"{result['steady_cpu_s_per_m']:.2f} CPU s/M" if result.get("ok") else f"FAILED: {result['error']}")
+            if result.get("longest_stall_s", 0) > 0.2:
+                shown += f" (no records for {result['longest_stall_s']:.2f} s at record {result['longest_stall_at']:,})"
+            print(f"  run {run + 1} {client:15s} {shown}", flush=True)
+    keys = ("steady_records_per_s", "steady_mb_per_s", "steady_cpu_s_per_m", "steady_broker_cpu_s_per_m",
+            "first_record_s", "overall_records_per_s", "process_cpu_s", "broker_cpu_s")
+    for result in (r for rs in runs.values() for r in rs if r.get("ok")):
+        result["broker_cpu_s_per_m"] = result["broker_cpu_s"] / records * 1e6
+    cell["clients"] = {c: {"runs": rs, "failed": sum(not r.get("ok") for r in rs),
+                           **{k: median(rs, k) for k in (*keys, "broker_cpu_s_per_m")}} for c, rs in runs.items()}
+    for other in ("kafka-python", "confluent-kafka"):
+        ours, theirs = cell["clients"].get("groupclient"), cell["clients"].get(other)
+        if ours and theirs and ours["steady_records_per_s"] and theirs["steady_records_per_s"]:
+            cell[f"ratio_groupclient_{other}"] = ours["steady_records_per_s"] / theirs["steady_records_per_s"]
+            cell[f"cpu_ratio_groupclient_{other}"] = ours["steady_cpu_s_per_m"] / theirs["steady_cpu_s_per_m"]
+    return cell
+
+
+def kafka_cells(args: argparse.Namespace, cells: list[tuple[int, str, int]]) -> Iterator[dict[str, Any]]:
+    from kafka.admin import KafkaAdminClient
+
+    from tests.kafka.broker import KafkaBroker, missing_tools
+
+    if missing_tools():
+        raise RuntimeError(f"the Kafka broker needs {', '.join(missing_tools())}")
+
+    class BenchKafkaBroker(KafkaBroker):
+        def _java(self, *java_args: str) -> list[str]:  # full JIT: the tests' broker is C1-only
+            return [a for a in super()._java(*java_args) if a != "-XX:TieredStopAtLevel=1"]
+
+    broker = BenchKafkaBroker()
+    try:
+        broker.start()
+        assert broker.proc is not None
+        warm_up(broker.bootstrap)
+        for size, codec, partitions in cells:
+            topic = f"tp-{size}-{codec}-{partitions}-{uuid.uuid4().hex[:6]}"
+            with cell_errors("kafka", size, codec, partitions):
+                yield run_cell("kafka", broker.bootstrap, broker.proc.pid, topic, size, codec, partitions, args)
+            with contextlib.suppress(Exception):  # frees the disk
+                admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+                admin.delete_topics([topic], timeout_ms=30000)
+                admin.close()
+    finally:
+        broker.close()
+
+
+def warm_up(bootstrap: str) -> None:
+    """One group join, so __consumer_offsets exists before the first measured client."""
+    from kafka import KafkaConsumer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.create_topics([NewTopic("warm-up", 1, 1)])
+    admin.close()
+    consumer = KafkaConsumer("warm-up", bootstrap_servers=bootstrap, group_id="warm-up", metadata_max_age_ms=2000)
+    deadline = time.monotonic() + 60
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(timeout_ms=100)
+    consumer.close()
+
+
+@contextlib.contextmanager
+def cell_errors(broker: str, size: int, codec: str, partitions: int) -> Iterator[None]:
+    """A cell that cannot be set up (e.g. a failed produce) is reported and skipped."""
+    try:
+        yield
+    except Exception as exc:
+        print(f"[{broker}] {size} B {codec} p{partitions} skipped: {type(exc).__name__}: {exc}",
+              file=sys.stderr, flush=True)
+
+
+def embedded_cells(args: argparse.Namespace, cells: list[tuple[int, str, int]]) -> Iterator[dict[str, Any]]:
+    for size, codec, partitions in cells:  # a fresh broker per cell: it keeps every topic in memory
+        with cell_errors("embedded", size, codec, partitions), coordinator() as broker:
+            yield run_cell("embedded", broker.bootstrap, broker.pid, f"tp-{size}-{codec}-{partitions}", size, codec,
+                           partitions, args)
+
+
+def fmt(value: float | None, spec: str) -> str:
+    return "FAIL" if value is None else format(value, spec)
+
+
+def tables(cells: list[dict[str, Any]], clients: list[str]) -> str:
+    ratios = [o for o in ("kafka-python", "confluent-kafka") if "groupclient" in clients and o in clients]
+
+    def table(head: list[str], rows: list[list[str]]) -> list[str]:
+        return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
+
+    def name(cell: dict[str, Any]) -> list[str]:
+        return [cell["broker"], f"{cell['size']} B {cell['codec']} p{cell['partitions']}"]
+
+    s = [SHORT[c] for c in clients]
+    head1 = (["broker", "cell", "records", "comp."] + [f"{c} rec/s" for c in s] + [f"{c} MB/s" for c in s]
+             + [f"gc/{SHORT[o]}" for o in ratios])
+    rows1 = [name(c) + [f"{c['records']:,}", f"{c['compression_ratio_est']:.1f}x"]
+             + [fmt(c["clients"][k]["steady_records_per_s"], ",.0f") for k in clients]
+             + [fmt(c["clients"][k]["steady_mb_per_s"], ".1f") for k in clients]
+             + [fmt(c.get(f"ratio_groupclient_{o}"), ".2f") for o in ratios] for c in cells]
+    head2 = (["broker", "cell"] + [f"{c} CPU s/M" for c in s] + [f"CPU gc/{SHORT[o]}" for o in ratios]
+             + [f"broker CPU s/M ({c})" for c in s] + [f"{c} 1st record s" for c in s])
+    rows2 = [name(c) + [fmt(c["clients"][k]["steady_cpu_s_per_m"], ".2f") for k in clients]
+             + [fmt(c.get(f"cpu_ratio_groupclient_{o}"), ".2f") for o in ratios]
+             + [fmt(c["clients"][k]["broker_cpu_s_per_m"], ".2f") for k in clients]
+             + [fmt(c["clients"][k]["first_record_s"], ".2f") for k in clients] for c in cells]
+    legend = (f"{', '.join(f'{SHORT[c]} = {c}' for c in clients)}; steady state = after the first third of "
+              "the records; comp. = estimated compression ratio; CPU s/M = CPU seconds per million records "
+              "(client: steady state; broker: the whole consume, from the client's start to its last record)")
+    return "\n".join([legend, "", *table(head1, rows1), "", *table(head2, rows2)])
+
+
+def plot(cells: list[dict[str, Any]], clients: list[str], path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    brokers = list(dict.fromkeys(c["broker"] for c in cells))
+    most = max(sum(c["broker"] == b for c in cells) for b in brokers)
+    fig, axes = plt.subplots(len(brokers), 1, figsize=(max(6.0, 0.9 * most + 2), 4 * len(brokers)), squeeze=False)
+    width = 0.8 / len(clients)
+    for ax, broker in zip(axes[:, 0], brokers):
+        mine = [c for c in cells if c["broker"] == broker]
+        for i, client in enumerate(clients):
+            ys = [c["clients"][client]["steady_records_per_s"] or 0 for c in mine]
+            bars = ax.bar([x + (i - (len(clients) - 1) / 2) * width for x in range(len(mine))], ys, width, label=client)
+            ax.bar_label(bars, [f"{y / 1000:.0f}k" if y else "fail" for y in ys], fontsize=6, rotation=90, padding=2)
+        ax.set_xticks(range(len(mine)))
+        ax.set_xticklabels([f"{c['size']} B\n{c['codec']}\np{c['partitions']}" for c in mine], fontsize=8)
+        ax.set_yscale("log")  # bars start at a power of ten: compare the labels, not the bar heights
+        rates = [c["clients"][k]["steady_records_per_s"] for c in mine for k in clients]
+        rates = [r for r in rates if r] or [1e3]
+        ax.set_ylim(10 ** math.floor(math.log10(min(rates))), max(rates) * 2.5)  # room for the labels
+        ax.set_ylabel("records/s (steady state)")
+        ax.set_title(f"broker: {broker}")
+        ax.grid(axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    def listed(kind: type) -> Callable[[str], list[Any]]:
+        return lambda text: [kind(x) for x in text.split(",") if x]
+
+    parser.add_argument("--brokers", type=listed(str), default=None, help="kafka,embedded (default both)")
+    parser.add_argument("--sizes", type=listed(int), default=None, help="value bytes (default 100,1000,10000)")
+    parser.add_argument("--codecs", type=listed(str), default=None, help="default none,lz4,zstd,gzip")
+    parser.add_argument("--partitions", type=listed(int), default=None, help="default 6,60")
+    parser.add_argument("--clients", type=listed(str), default=list(CLIENTS))
+    parser.add_argument("--mb", type=float, default=None, help="value megabytes per cell (default 60)")
+    parser.add_argument("--min-records", type=int, default=None, help="default 20000")
+    parser.add_argument("--max-records", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=None, help="runs per client and cell, median (default 3)")
+    parser.add_argument("--max-poll-records", type=int, default=500, help="python clients (default 500)")
+    parser.add_argument("--confluent-config", type=json.loads, default={},
+                        help='JSON, more librdkafka settings, e.g. \'{"fetch.queue.backoff.ms": 10}\'')
+    parser.add_argument("--quick", action="store_true", help="embedded, 100 B, none+lz4, 6 partitions, 1 run")
+    parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
+    parser.add_argument("--plot", type=Path, default=None, help="write a bar chart (matplotlib)")
+    args = parser.parse_args()
+    defaults = ({"brokers": ["embedded"], "sizes": [100], "codecs": ["none", "lz4"], "partitions": [6], "mb": 1.0,
+                 "min_records": 10_000, "runs": 1} if args.quick else
+                {"brokers": ["kafka", "embedded"], "sizes": [100, 1000, 10000], "codecs": ["none", "lz4", "zstd", "gzip"],
+                 "partitions": [6, 60], "mb": 60.0, "min_records": 20_000, "runs": 3})
+    for key, value in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    for kind, given, known in (("broker", args.brokers, ("kafka", "embedded")), ("codec", args.codecs, CODECS),
+                               ("client", args.clients, CLIENTS)):
+        if unknown := [x for x in given if x not in known]:
+            parser.error(f"unknown {kind}: {', '.join(unknown)} (known: {', '.join(known)})")
+    logging.basicConfig(level=logging.ERROR)
+    found = packages()
+    print("packages: " + ", ".join(f"{k} {v}" if v else f"{k} NOT IMPORTABLE" for k, v in found.items()))
+    cells = [(s, c, p) for s in args.sizes for c in args.codecs for p in args.partitions]
+    results: list[dict[str, Any]] = []
+    started = time.monotonic()
+    try:
+        for broker in args.brokers:
+            try:
+                for cell in (kafka_cells if broker == "kafka" else embedded_cells)(args, cells):
+                    results.append(cell)
+            except Exception as exc:  # a broker that cannot start: the next broker
+                print(f"[{broker}] stopped: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+    finally:
+        if results:
+            print()
+            print(tables(results, args.clients))
+        meta = {"packages": found, "python": sys.version.split()[0], "machine": platform.platform(),
+                "cpus": os.cpu_count(), "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                "seconds": time.monotonic() - started}
+        if args.out:
+            args.out.write_text(json.dumps({"meta": meta, "cells": results}, indent=1))
+        if args.plot and results:
+            plot(results, args.clients, args.plot)
+    return 0 if results and all(not c["clients"][k]["failed"] for c in results for k in args.clients) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
