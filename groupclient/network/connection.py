@@ -40,6 +40,29 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
 }
 
 
+def _uvarint(data: memoryview, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def _skip_tagged_fields(data: memoryview, pos: int) -> int:
+    """Past a flexible response header's tagged fields (KIP-482): a count, then tag, size, bytes."""
+    count, pos = _uvarint(data, pos)
+    for _ in range(count):
+        _, pos = _uvarint(data, pos)
+        size, pos = _uvarint(data, pos)
+        pos += size
+    if pos > len(data):
+        raise ValueError("tagged fields run past the end of the response")
+    return pos
+
+
 def _api_name(api_key: int) -> str:
     try:
         return ApiKey(api_key).name
@@ -105,7 +128,10 @@ class BrokerConnection:
         self._wait = wait_exponential_jitter(multiplier=reconnect_backoff_ms / 1000, max=reconnect_backoff_max_ms / 1000,
                                              jitter=reconnect_backoff_ms / 1000)
         self._send_buffer = bytearray()
-        self._recv_buffer = bytearray()
+        # received bytes not yet parsed into frames: whole chunks, joined only when a frame is
+        # complete, so a large answer is copied once here (not once per chunk that arrives)
+        self._recv_chunks: list[bytes] = []
+        self._recv_size = 0
         self._correlation = 0
         self._connect_deadline = 0
 
@@ -222,24 +248,38 @@ class BrokerConnection:
                 return completions + self.close(now, DisconnectedError(f"receive failed: {exc}"))
             if not chunk:
                 return completions + self.close(now, DisconnectedError("connection closed by the broker"))
-            self._recv_buffer += chunk
+            self._recv_chunks.append(chunk)
+            self._recv_size += len(chunk)
             self.counters.received += len(chunk)
             if len(chunk) < (1 << 20):
                 break
-        while len(self._recv_buffer) >= 4:
-            size = _SIZE.unpack_from(self._recv_buffer, 0)[0]
+        if self._recv_size < 4:
+            return completions
+        first = self._recv_chunks[0]
+        if len(first) < 4:
+            first = self._recv_chunks[0] = b"".join(self._recv_chunks)
+            del self._recv_chunks[1:]
+        size = _SIZE.unpack_from(first, 0)[0]
+        if self._recv_size < 4 + size and 4 <= size <= self.max_response_bytes:
+            return completions  # the first frame is not complete yet: nothing to join
+        data = first if len(self._recv_chunks) == 1 else b"".join(self._recv_chunks)
+        view, pos, end = memoryview(data), 0, len(data)
+        while end - pos >= 4:
+            size = _SIZE.unpack_from(view, pos)[0]
             if size < 4 or size > self.max_response_bytes:  # < 4: no room for a correlation id
                 return completions + self.close(now, ProtocolError(f"bad response size {size}"))
-            if len(self._recv_buffer) < 4 + size:
+            if end - pos < 4 + size:
                 break
-            payload = bytes(self._recv_buffer[4 : 4 + size])
-            del self._recv_buffer[: 4 + size]
-            completions += self._on_response(payload, now)
+            # a view, not a copy: decoding copies out only what it keeps (record data once)
+            completions += self._on_response(view[pos + 4 : pos + 4 + size], now)
+            pos += 4 + size
             if self.state is ConnectionState.DISCONNECTED:
-                break
+                return completions
+        self._recv_chunks = [data[pos:]] if pos < end else []
+        self._recv_size = end - pos
         return completions
 
-    def _on_response(self, payload: bytes, now: int) -> list[Completion]:
+    def _on_response(self, payload: memoryview, now: int) -> list[Completion]:
         """One whole frame (``payload`` has 4 bytes at least).  Bytes this client cannot read close
         the connection with ProtocolError for every request in flight: once one answer is
         misread, the ones after it cannot be trusted either."""
@@ -248,7 +288,14 @@ class BrokerConnection:
             return self.close(now, ProtocolError(f"unexpected correlation id {correlation_id}"))
         entry = self.in_flight[0]
         try:
-            response = entry.response_cls.decode(payload, version=entry.version, header=True)
+            if entry.api_key == ApiKey.API_VERSIONS:  # its answer's header is v0 at every version
+                response = entry.response_cls.decode(payload, version=entry.version, header=True)
+            else:
+                # the header parsed here: kafka-python's header=True copies the whole payload
+                start = 4
+                if entry.response_cls.flexible_version_q(entry.version):
+                    start = _skip_tagged_fields(payload, start)
+                response = entry.response_cls.decode(payload[start:], version=entry.version)
         except Exception as exc:  # kafka-python raises struct.error, ValueError, IndexError, UnicodeError...
             return self.close(now, ProtocolError(f"undecodable {_api_name(entry.api_key)} v{entry.version} "
                                                  f"response: {exc!r}"))
@@ -283,7 +330,7 @@ class BrokerConnection:
             self._next_attempt_ms = now + self._backoff_ms()
         self.state = ConnectionState.DISCONNECTED
         self._send_buffer.clear()
-        self._recv_buffer.clear()
+        self._recv_chunks, self._recv_size = [], 0
         failed = [(f.future, False, error or DisconnectedError("connection closed")) for f in self.in_flight]
         self.in_flight.clear()
         return failed
