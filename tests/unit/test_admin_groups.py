@@ -24,7 +24,6 @@ from groupclient.admin.groups import _member
 from groupclient.admin.render import GroupWatch, partitions, render_description, render_list, table
 from groupclient.clock import FakeClock, Timer
 from groupclient.cli_args import bootstrap_servers, int_at_least, log_level, port, positive_float, topic
-from groupclient.protocol.apis import ApiKey
 from groupclient.protocol.consumer_protocol import Assignment, encode_assignment
 from groupclient.protocol.errors import ErrorCode
 
