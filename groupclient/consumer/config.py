@@ -19,6 +19,7 @@ from kafka.protocol.consumer import IsolationLevel
 
 from .. import __version__
 from ..errors import ArgumentTypeError, ConfigurationError
+from ..protocol.names import name_problem
 from .deserializers import check_deserializer
 
 log = logging.getLogger("groupclient.consumer")
@@ -85,7 +86,6 @@ UNSUPPORTED = {
 }
 
 
-_LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 _KNOWN = set(DEFAULTS) | IGNORED | set(UNSUPPORTED)
 
 
@@ -101,13 +101,9 @@ def check_name(kind: str, name: Any) -> str:
     """Kafka's rule for topic names (Topic.java), also kafka-python's for group_instance_id."""
     if not isinstance(name, str):
         raise ConfigurationError(f"{kind} must be a string, not {type(name).__name__} {name!r}")
-    if not name or name in (".", ".."):
-        raise ConfigurationError(f"{kind} must be a non-empty string other than '.' and '..', not {name!r}")
-    if len(name) > 249:
-        raise ConfigurationError(f"{kind} is longer than 249 characters: {name[:40]!r}...")
-    if not _LEGAL_NAME.match(name):
-        raise ConfigurationError(
-            f"{kind} {name!r} is illegal: it contains a character other than ASCII alphanumerics, '.', '_' and '-'")
+    problem = name_problem(name, kind)
+    if problem is not None:
+        raise ConfigurationError(problem)
     return name
 
 

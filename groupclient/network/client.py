@@ -396,15 +396,8 @@ class NetworkClient:
         topics = self._wanted_topics
         auto_create = self.config.allow_auto_create_topics
 
-        def build(version: int) -> Any:
-            wanted = None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in sorted(topics)]
-            if version == 0 and wanted is None:
-                wanted = []
-            return MetadataRequest(version=version, topics=wanted, allow_auto_topic_creation=auto_create,
-                                   include_cluster_authorized_operations=False,
-                                   include_topic_authorized_operations=False)
-
-        future = self.send(node, MetadataRequest, MetadataResponse, build)
+        future = self.send(node, MetadataRequest, MetadataResponse,
+                           lambda version: _metadata_request(version, topics, auto_create))
 
         def apply(response: Any) -> None:
             self.metadata.update(response, self.clock.monotonic_ms(), complete=topics is None)
@@ -418,15 +411,11 @@ class NetworkClient:
     def fetch_all_topics(self, timer: Timer) -> None:
         """One Metadata request for every topic, creating none and leaving the topics this client
         keeps metadata for unchanged (``topics()``, ``partitions_for_topic()``)."""
-        def build(version: int) -> Any:
-            return MetadataRequest(version=version, topics=None if version else [], allow_auto_topic_creation=False,
-                                   include_cluster_authorized_operations=False,
-                                   include_topic_authorized_operations=False)
-
         while True:
             node = self.least_loaded_node()
             if node is not None and self.ready(node):
-                future = self.send(node, MetadataRequest, MetadataResponse, build)
+                future = self.send(node, MetadataRequest, MetadataResponse,
+                                   lambda version: _metadata_request(version, None, False))
                 self.poll_until(future, timer)
                 if future.succeeded():
                     self.metadata.update(future.value, self.clock.monotonic_ms(), complete=True)
@@ -464,6 +453,15 @@ class NetworkClient:
             self._closed = True
             self._poller.close()
         self._finish(completions)
+
+
+def _metadata_request(version: int, topics: set[str] | None, auto_create: bool) -> Any:
+    """Metadata for ``topics`` (None: every topic; version 0 spells that as an empty list)."""
+    wanted = None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in sorted(topics)]
+    if version == 0 and wanted is None:
+        wanted = []
+    return MetadataRequest(version=version, topics=wanted, allow_auto_topic_creation=auto_create,
+                           include_cluster_authorized_operations=False, include_topic_authorized_operations=False)
 
 
 class _Lock:

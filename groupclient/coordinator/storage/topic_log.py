@@ -10,7 +10,6 @@ from __future__ import annotations
 import bisect
 import json
 import logging
-import re
 import struct
 import time
 import uuid
@@ -21,6 +20,7 @@ from pathlib import Path
 from kafka.record.util import calc_crc32c
 
 from ...protocol.errors import ErrorCode
+from ...protocol.names import name_problem
 from .journal import Journal
 
 log = logging.getLogger("groupclient.coordinator.storage")
@@ -31,7 +31,6 @@ log = logging.getLogger("groupclient.coordinator.storage")
 _BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
 _LENGTH_PREFIX = 12  # baseOffset + batchLength
 _CRC_START = 21
-_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
 class InvalidRecords(Exception):
@@ -42,15 +41,7 @@ class InvalidRecords(Exception):
 
 def validate_topic_name(name: str | None) -> str | None:
     """Kafka's Topic.validate; returns a reason, or None if the name is legal."""
-    if not name:
-        return "topic name is empty"
-    if name in (".", ".."):
-        return "topic name cannot be '.' or '..'"
-    if len(name) > 249:
-        return "topic name is longer than 249 characters"
-    if not _TOPIC_NAME.match(name):
-        return "topic name may only contain ASCII letters, digits, '.', '_' and '-'"
-    return None
+    return name_problem(name)
 
 
 @dataclass
