@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from itertools import islice
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +27,7 @@ from ..protocol.apis import ApiKey
 from ..protocol.error_table import Action, action_for, error_for
 from ..protocol.errors import error_name
 from .deserializers import bind
-from .records import decode_records, next_offset
+from .records import decode_batches, next_offset
 from .subscription import SubscriptionState
 
 log = logging.getLogger("groupclient.consumer")
@@ -62,34 +61,43 @@ class CompletedFetch:
         # where this answer ends: the next fetch of the partition starts there, and the position
         # moves there once the records are drained (past trailing transaction markers)
         self.next_offset = next_offset(data, fetch_offset)
-        self._records: Iterator[ConsumerRecord] = decode_records(
+        self._batches: Iterator[list[ConsumerRecord]] = decode_batches(
             data, fetch_offset, tp.topic, tp.partition,
             bind("key_deserializer", config.key_deserializer, tp.topic),
             bind("value_deserializer", config.value_deserializer, tp.topic), config.check_crcs)
-        self._peeked: ConsumerRecord | None = None
+        # the batch being handed out, and the index of its next record
+        self._batch: list[ConsumerRecord] = []
+        self._index = 0
+
+    def _next_record_ready(self) -> bool:
+        """Whether a record is left; decodes the next batch when the current one is used up (a
+        deserializer's or CRC error is raised here, and ends this answer)."""
+        while self._index >= len(self._batch):
+            batch = next(self._batches, None)
+            if batch is None:
+                self._batch, self._index = [], 0
+                return False
+            self._batch, self._index = batch, 0
+        return True
 
     def take(self, limit: int, start: int) -> list[ConsumerRecord]:
         """Up to ``limit`` records from offset ``start`` on (earlier ones are skipped: the
         position moved past them since the fetch)."""
-        out = []
-        if self._peeked is not None:
-            out.append(self._peeked)
-            self._peeked = None
-        out.extend(islice(self._records, limit - len(out)))
-        if out and out[0].offset < start:  # rare: a seek into this answer; records are in order
-            out = [r for r in out if r.offset >= start]
-            while len(out) < limit:
-                more = [r for r in islice(self._records, limit - len(out)) if r.offset >= start]
-                if not more:
-                    break
-                out.extend(more)
+        out: list[ConsumerRecord] = []
+        while len(out) < limit and self._next_record_ready():
+            batch, i = self._batch, self._index
+            if batch[i].offset < start:  # rare: a seek into this answer; records are in order
+                while i < len(batch) and batch[i].offset < start:
+                    i += 1
+                self._index = i
+                continue
+            j = min(len(batch), i + limit - len(out))
+            out += batch if i == 0 and j == len(batch) else batch[i:j]
+            self._index = j
         return out
 
     def exhausted(self) -> bool:
-        if self._peeked is not None:
-            return False
-        self._peeked = next(self._records, None)
-        return self._peeked is None
+        return not self._next_record_ready()
 
 
 class Fetcher:

@@ -29,6 +29,11 @@ from .io import IOBackend, Stream
 log = logging.getLogger("groupclient.network")
 
 _SIZE = struct.Struct(">i")
+# the receive buffer: the least free space a read gets, reads per readable event at most, and
+# when a grown buffer goes back to _MIN_ROOM (that many frames in a row using under a quarter)
+_MIN_ROOM = 64 * 1024
+_MAX_READS = 64
+_SHRINK_ABOVE, _SHRINK_AFTER = 1 << 20, 256
 
 # The newest version of each API this client knows how to build and read.
 CLIENT_MAX_VERSIONS: dict[int, int] = {
@@ -128,10 +133,11 @@ class BrokerConnection:
         self._wait = wait_exponential_jitter(multiplier=reconnect_backoff_ms / 1000, max=reconnect_backoff_max_ms / 1000,
                                              jitter=reconnect_backoff_ms / 1000)
         self._send_buffer = bytearray()
-        # received bytes not yet parsed into frames: whole chunks, joined only when a frame is
-        # complete, so a large answer is copied once here (not once per chunk that arrives)
-        self._recv_chunks: list[bytes] = []
-        self._recv_size = 0
+        # received bytes, read straight into one buffer kept for the connection (no allocation
+        # and no join per read): frames are parsed from _rstart to _rend; see _room and _frames
+        self._rbuf = bytearray(_MIN_ROOM)
+        self._rstart = self._rend = 0
+        self._small_frames = 0  # frames in a row under a quarter of the buffer (shrinking it)
         self._correlation = 0
         self._connect_deadline = 0
 
@@ -239,44 +245,71 @@ class BrokerConnection:
     def on_readable(self, now: int) -> list[Completion]:
         assert self.sock is not None
         completions: list[Completion] = []
-        while True:
+        for _ in range(_MAX_READS):  # bounded: a peer that never stops sending cannot hold this thread
+            room = self._room()
+            wanted = len(room)
             try:
-                chunk = self.sock.recv(1 << 20)
+                received = self.sock.recv_into(room)
             except (BlockingIOError, InterruptedError):
                 break
             except OSError as exc:
                 return completions + self.close(now, DisconnectedError(f"receive failed: {exc}"))
-            if not chunk:
+            if not received:
                 return completions + self.close(now, DisconnectedError("connection closed by the broker"))
-            self._recv_chunks.append(chunk)
-            self._recv_size += len(chunk)
-            self.counters.received += len(chunk)
-            if len(chunk) < (1 << 20):
-                break
-        if self._recv_size < 4:
-            return completions
-        first = self._recv_chunks[0]
-        if len(first) < 4:
-            first = self._recv_chunks[0] = b"".join(self._recv_chunks)
-            del self._recv_chunks[1:]
-        size = _SIZE.unpack_from(first, 0)[0]
-        if self._recv_size < 4 + size and 4 <= size <= self.max_response_bytes:
-            return completions  # the first frame is not complete yet: nothing to join
-        data = first if len(self._recv_chunks) == 1 else b"".join(self._recv_chunks)
-        view, pos, end = memoryview(data), 0, len(data)
+            self._rend += received
+            self.counters.received += received
+            completions += self._frames(now)
+            if self.state is ConnectionState.DISCONNECTED or received < wanted:
+                break  # closed, or nothing more waiting in the socket
+        return completions
+
+    def _room(self) -> memoryview:
+        """The free end of the receive buffer, at least _MIN_ROOM and the rest of the frame being
+        received.  A buffer too small is replaced, never resized: a view may still be out on it."""
+        pending = self._rend - self._rstart
+        need = _MIN_ROOM
+        if pending >= 4:
+            size = _SIZE.unpack_from(self._rbuf, self._rstart)[0]
+            if 4 <= size <= self.max_response_bytes:  # a bad size is reported by _frames
+                need = max(need, 4 + size - pending)
+        if len(self._rbuf) - self._rend < need:
+            if self._rstart and len(self._rbuf) - pending >= need:
+                # room enough once the partial frame moves to the front (a short copy: the rest
+                # of a long frame always had room reserved when its size arrived)
+                self._rbuf[:pending] = self._rbuf[self._rstart:self._rend]
+            else:
+                grown = bytearray(pending + need)
+                grown[:pending] = self._rbuf[self._rstart:self._rend]
+                self._rbuf = grown
+            self._rstart, self._rend = 0, pending
+        return memoryview(self._rbuf)[self._rend:]
+
+    def _frames(self, now: int) -> list[Completion]:
+        """Hand out every complete frame in the buffer.  Each is decoded from a view of the buffer;
+        decoding copies what it keeps (kafka-python's decoders copy every bytes field), so the
+        bytes can be overwritten once it returns.  The buffer is never resized in place, so a view
+        left over (in a traceback, say) can never make this fail."""
+        completions: list[Completion] = []
+        buf, pos, end = self._rbuf, self._rstart, self._rend
+        view = memoryview(buf)
         while end - pos >= 4:
-            size = _SIZE.unpack_from(view, pos)[0]
+            size = _SIZE.unpack_from(buf, pos)[0]
             if size < 4 or size > self.max_response_bytes:  # < 4: no room for a correlation id
                 return completions + self.close(now, ProtocolError(f"bad response size {size}"))
             if end - pos < 4 + size:
                 break
-            # a view, not a copy: decoding copies out only what it keeps (record data once)
+            self._small_frames = self._small_frames + 1 if 4 * (4 + size) <= len(buf) else 0
             completions += self._on_response(view[pos + 4 : pos + 4 + size], now)
             pos += 4 + size
             if self.state is ConnectionState.DISCONNECTED:
                 return completions
-        self._recv_chunks = [data[pos:]] if pos < end else []
-        self._recv_size = end - pos
+        if pos < end:
+            self._rstart = pos
+            return completions
+        self._rstart = self._rend = 0
+        if len(buf) > _SHRINK_ABOVE and self._small_frames >= _SHRINK_AFTER:
+            # a burst of large answers is over: give back the memory they needed
+            self._rbuf, self._small_frames = bytearray(_MIN_ROOM), 0
         return completions
 
     def _on_response(self, payload: memoryview, now: int) -> list[Completion]:
@@ -330,7 +363,9 @@ class BrokerConnection:
             self._next_attempt_ms = now + self._backoff_ms()
         self.state = ConnectionState.DISCONNECTED
         self._send_buffer.clear()
-        self._recv_chunks, self._recv_size = [], 0
+        self._rstart = self._rend = 0
+        if len(self._rbuf) > _MIN_ROOM:
+            self._rbuf = bytearray(_MIN_ROOM)
         failed = [(f.future, False, error or DisconnectedError("connection closed")) for f in self.in_flight]
         self.in_flight.clear()
         return failed

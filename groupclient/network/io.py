@@ -26,8 +26,9 @@ class Stream(Protocol):
     def send(self, data: bytes | bytearray | memoryview) -> int:
         """Bytes written; raises BlockingIOError when full and OSError when broken."""
 
-    def recv(self, max_bytes: int) -> bytes:
-        """Bytes read, b"" once the peer closed; raises BlockingIOError when nothing is there."""
+    def recv_into(self, buffer: memoryview) -> int:
+        """Bytes read into ``buffer``, 0 once the peer closed; raises BlockingIOError when nothing
+        is there."""
 
     def close(self) -> None: ...
 
@@ -66,8 +67,8 @@ class SocketStream:
     def send(self, data: bytes | bytearray | memoryview) -> int:
         return self.sock.send(data)
 
-    def recv(self, max_bytes: int) -> bytes:
-        return self.sock.recv(max_bytes)
+    def recv_into(self, buffer: memoryview) -> int:
+        return self.sock.recv_into(buffer)
 
     def close(self) -> None:
         try:

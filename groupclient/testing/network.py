@@ -122,15 +122,16 @@ class SimStream:
         scheduler.call_at(when, lambda: server.on_bytes(payload))
         return len(payload)
 
-    def recv(self, max_bytes: int) -> bytes:
+    def recv_into(self, buffer: memoryview) -> int:
         if self.closed:
             raise OSError(errno.EBADF, "closed")
         if self.inbox:
-            chunk = bytes(self.inbox[:max_bytes])
-            del self.inbox[:max_bytes]
-            return chunk
+            n = min(len(buffer), len(self.inbox))
+            buffer[:n] = self.inbox[:n]
+            del self.inbox[:n]
+            return n
         if self.eof:
-            return b""
+            return 0
         if self.error:
             raise OSError(self.error, "connection reset")
         raise BlockingIOError()

@@ -48,7 +48,7 @@ class FakeStream:
     def __init__(self, address: tuple[str, int]) -> None:
         self.address = address
         self.sent = bytearray()
-        self.incoming: deque[bytes] = deque()  # one recv() returns at most one chunk
+        self.incoming: deque[bytes] = deque()  # one recv_into() reads at most one chunk
         self.eof = False
         self.closed = False
 
@@ -61,14 +61,16 @@ class FakeStream:
         self.sent += data
         return len(data)
 
-    def recv(self, max_bytes: int) -> bytes:
+    def recv_into(self, buffer: memoryview) -> int:
         if self.incoming:
             chunk = self.incoming.popleft()
-            if len(chunk) > max_bytes:
-                self.incoming.appendleft(chunk[max_bytes:])
-            return chunk[:max_bytes]
+            if len(chunk) > len(buffer):
+                self.incoming.appendleft(chunk[len(buffer):])
+                chunk = chunk[:len(buffer)]
+            buffer[:len(chunk)] = chunk
+            return len(chunk)
         if self.eof:
-            return b""
+            return 0
         raise BlockingIOError()
 
     def close(self) -> None:
