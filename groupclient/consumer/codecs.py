@@ -1,8 +1,9 @@
 """Decompressing a v2 record batch's records section: gzip, snappy, lz4, zstd.
 
-The codec packages (``lz4``, ``zstandard``, ``python-snappy``) are groupclient dependencies, so
-compressed topics work after a plain install; gzip is the standard library's zlib.  A batch
-decompresses once, into one ``bytes``, which the record decoder then slices (records.py).
+The codec packages (``lz4``, ``zstandard``, ``python-snappy``, and ``isal`` for gzip) are
+groupclient dependencies, so compressed topics work after a plain install; gzip falls back to the
+standard library's zlib where isal has no wheel.  A batch decompresses once, into one ``bytes``,
+which the record decoder then slices (records.py).
 """
 
 from __future__ import annotations
@@ -18,9 +19,21 @@ GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
 NAMES = {GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
 
 
+def _load_gzip() -> Callable[[bytes, int], bytes]:
+    try:
+        from isal import isal_zlib  # ISA-L's inflate: the same output, ~3x zlib's speed
+    except ImportError:
+        return zlib.decompress
+    decompress: Callable[[bytes, int], bytes] = isal_zlib.decompress
+    return decompress
+
+
+_inflate = _load_gzip()
+
+
 def _gzip(data: bytes) -> bytes:
     # 16 + MAX_WBITS: a gzip member, as Kafka's producers write (faster than gzip.GzipFile)
-    return zlib.decompress(data, 16 + zlib.MAX_WBITS)
+    return _inflate(data, 16 + zlib.MAX_WBITS)
 
 
 def _load_lz4() -> Callable[[bytes], bytes] | None:

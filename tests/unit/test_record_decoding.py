@@ -138,3 +138,16 @@ def test_a_codec_that_is_not_installed_is_a_clear_error(monkeypatch: pytest.Monk
     monkeypatch.setitem(codecs._DECOMPRESS, codecs.LZ4, None)
     with pytest.raises(kafka_errors.UnsupportedCodecError, match="lz4"):
         ours(batch(0, RECORDS, 3), 0)
+
+
+def test_gzip_decodes_the_same_without_isal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """isal's inflate where it is installed, the standard library's zlib where it is not."""
+    import zlib
+
+    from groupclient.consumer import codecs
+
+    data = batch(3, RECORDS, 1)
+    with_isal = ours(data, 0)
+    assert codecs._inflate is not zlib.decompress  # the dependency is installed here
+    monkeypatch.setattr(codecs, "_inflate", zlib.decompress)
+    assert ours(data, 0) == with_isal == reference(data, 0)
