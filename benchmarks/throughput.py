@@ -83,12 +83,12 @@ WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo li
 def packages() -> dict[str, str | None]:
     """Versions of the clients and of the optional packages for codecs and CRCs (None: absent)."""
     found: dict[str, str | None] = {}
-    for name in ("groupclient", "kafka-python", "confluent-kafka", "crc32c", "lz4", "zstandard", "python-snappy"):
+    for name in ("groupclient", "kafka-python", "confluent-kafka", "crc32c", "lz4", "zstandard", "python-snappy", "isal"):
         try:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             found[name] = None
-    for module in ("crc32c", "lz4.frame", "zstandard", "snappy"):  # installed is not importable
+    for module in ("crc32c", "lz4.frame", "zstandard", "snappy", "isal"):  # installed is not importable
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
             continue
