@@ -12,8 +12,8 @@ Usage (the full matrix, a long run; one Kafka broker, one embedded broker per ce
 Matrix: value size (--sizes) x compression (--codecs: none, gzip, snappy, lz4, zstd) x partitions
 (--partitions) on each broker (--brokers kafka,embedded); --clients picks the consumers.  Per cell a
 topic of mb*1e6/size records (at least --min-records, at most --max-records) is produced once by
-kafka-python's KafkaProducer (batch_size 64 KiB, linger 10 ms; the producer sticks to a partition
-for one batch, like the sticky partitioner, so batches are full): JSON-like event text with random
+confluent-kafka's Producer, or kafka-python's where it is absent (batch size 64 KiB, linger 10 ms;
+the producer sticks to a partition for one batch, like the sticky partitioner, so batches are full): JSON-like event text with random
 fields, which gzip/zstd compress ~4-5x and lz4/snappy ~2.5x.  Each client then drains the topic with
 a fresh group (earliest, no auto commit) in its own process (benchmarks/throughput_worker.py),
 --runs times, the client order rotating per run; figures are medians over the runs.
@@ -128,23 +128,52 @@ def compression_ratio(codec: str, size: int) -> float:
 
 
 def produce(bootstrap: str, topic: str, partitions: int, codec: str, size: int, records: int) -> float:
-    """Create ``topic`` and fill it; the seconds it took.  Raises unless every record arrived."""
-    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    """Create ``topic`` and fill it; the seconds it took.  Raises unless every record arrived.
+
+    confluent-kafka's producer when it is installed (a cell's 60 MB in seconds; its batches are
+    what Java's producer writes too), kafka-python's otherwise; the same batch size and linger."""
+    from kafka import KafkaConsumer, TopicPartition
     from kafka.admin import KafkaAdminClient, NewTopic
 
     started = time.monotonic()
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
     admin.create_topics([NewTopic(topic, partitions, 1)])
     admin.close()
-    producer = KafkaProducer(bootstrap_servers=bootstrap, compression_type=None if codec == "none" else codec,
-                             batch_size=BATCH_SIZE, linger_ms=LINGER_MS, acks=1, max_block_ms=60000)
     per_batch = max(1, BATCH_SIZE // (size + 20))  # records per full batch: then the next partition
+    sent = zip(range(records), values(records + size + partitions, size))
     try:
-        for i, value in zip(range(records), values(records + size + partitions, size)):
-            producer.send(topic, value, key=b"user-%d" % (i % 10007), partition=(i // per_batch) % partitions)
-        producer.flush(timeout=300)
-    finally:
-        producer.close(timeout=30)
+        import confluent_kafka
+    except ImportError:
+        confluent_kafka = None
+    if confluent_kafka is not None:
+        failures: list[str] = []
+        producer = confluent_kafka.Producer({
+            "bootstrap.servers": bootstrap, "compression.type": codec, "batch.size": BATCH_SIZE,
+            "linger.ms": LINGER_MS, "acks": 1, "queue.buffering.max.kbytes": 256 * 1024, "enable.idempotence": False})
+
+        def failed(err: Any, _msg: Any) -> None:
+            if err is not None:
+                failures.append(str(err))
+        for i, value in sent:
+            while True:
+                try:
+                    producer.produce(topic, value, key=b"user-%d" % (i % 10007), partition=(i // per_batch) % partitions,
+                                     on_delivery=failed)
+                    break
+                except BufferError:
+                    producer.poll(0.05)  # the local queue is full: let deliveries drain
+        if producer.flush(300) or failures:
+            raise RuntimeError(f"{topic}: produce failed: {failures[:3]}")
+    else:
+        from kafka import KafkaProducer
+        kproducer = KafkaProducer(bootstrap_servers=bootstrap, compression_type=None if codec == "none" else codec,
+                                  batch_size=BATCH_SIZE, linger_ms=LINGER_MS, acks=1, max_block_ms=60000)
+        try:
+            for i, value in sent:
+                kproducer.send(topic, value, key=b"user-%d" % (i % 10007), partition=(i // per_batch) % partitions)
+            kproducer.flush(timeout=300)
+        finally:
+            kproducer.close(timeout=30)
     counter = KafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=30000)
     ends = counter.end_offsets([TopicPartition(topic, p) for p in range(partitions)])
     counter.close()
