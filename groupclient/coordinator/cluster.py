@@ -131,6 +131,16 @@ class EmbeddedCluster:
             i: p.high_watermark for i, p in enumerate(core.topics.topics[topic].partitions)})
 
     # -- groups --------------------------------------------------------------------------
+    def topic_partitions(self) -> dict[str, int]:
+        """Every topic and its partition count."""
+        return self._call(lambda core: {name: len(t.partitions) for name, t in core.topics.topics.items()})
+
+    def storage_stats(self) -> dict[str, int]:
+        """Topics, partitions, and the file descriptors partition journals hold now (at most
+        ``max_open_log_files``; 0 without a data dir)."""
+        return self._call(lambda core: {"topics": len(core.topics.topics), "partitions": core.topics.partition_count,
+                                        "open_log_files": core.topics.open_files()})
+
     def coordinator_of(self, group_id: str) -> int | None:
         def find(core: ClusterCore) -> int | None:
             node = core.coordinator_node_for(group_id)

@@ -29,6 +29,15 @@ class CoordinatorConfig:
     # a connection over either limit is closed at once (Kafka holds back max.connections instead)
     max_connections: int = 1000  # max.connections (per node)
     max_connections_per_ip: int = 1000  # max.connections.per.ip (per node)
+    # partitions one CreateTopics (or one Metadata request's auto-creation) may create: Kafka's
+    # controller refuses more than 10,000 per request (MAX_PARTITIONS_PER_BATCH)
+    max_partitions_per_request: int = 10_000
+    # partitions in the whole cluster: every one lives in this process's memory (Kafka has no
+    # such limit; its partitions are spread over brokers and disks)
+    max_partitions: int = 100_000
+    # descriptors the partition journals of a data dir hold at once (the least recently
+    # appended-to is closed), so the number of partitions never exhausts the process's fds
+    max_open_log_files: int = 128
 
     def __post_init__(self) -> None:
         if self.offsets_topic_partitions < 1:
@@ -40,6 +49,7 @@ class CoordinatorConfig:
         if self.group_max_size < 1:
             raise ValueError("group_max_size must be at least 1")
         for name in ("offsets_retention_minutes", "offsets_retention_check_interval_ms",
-                     "connections_max_idle_ms", "max_connections", "max_connections_per_ip"):
+                     "connections_max_idle_ms", "max_connections", "max_connections_per_ip",
+                     "max_partitions_per_request", "max_partitions", "max_open_log_files"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")

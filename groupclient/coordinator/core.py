@@ -47,7 +47,7 @@ class ClusterCore:
         self.runtime: ServerRuntime = runtime or AsyncioRuntime()
         self.data_dir = data_dir
         self.cluster_id = _cluster_id(data_dir)
-        self.topics = TopicStore(data_dir, config.fsync)
+        self.topics = TopicStore(data_dir, config.fsync, config.max_open_log_files)
         self.group_store = GroupStore(data_dir, config.fsync)
         self.faults = FaultInjector()
         self.nodes: dict[int, BrokerNode] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kafka.protocol.metadata.metadata import MetadataResponse
@@ -13,6 +14,7 @@ from .context import Handler, RequestContext
 Broker = MetadataResponse.MetadataResponseBroker
 TopicMeta = MetadataResponse.MetadataResponseTopic
 PartitionMeta = TopicMeta.MetadataResponsePartition
+log = logging.getLogger("groupclient.coordinator.node")
 
 
 def _topic(ctx: RequestContext, name: str, error: ErrorCode = ErrorCode.NONE) -> Any:
@@ -40,6 +42,18 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     else:
         names = [t.name for t in req.topics]
     auto_create = core.config.auto_create_topics and (version < 4 or req.allow_auto_topic_creation)
+    if auto_create:
+        wanted = {n for n in names if n is not None and n not in core.topics.topics and not validate_topic_name(n)}
+        partitions = len(wanted) * core.config.default_partitions
+        if (partitions > core.config.max_partitions_per_request
+                or core.topics.partition_count + partitions > core.config.max_partitions):
+            # Kafka's controller refuses such a creation and the broker answers as if it were
+            # still under way: UNKNOWN_TOPIC_OR_PARTITION for each topic
+            log.warning("node %d: not auto-creating %d topics (%d partitions; max_partitions_per_request=%d, "
+                        "max_partitions=%d, %d exist)", ctx.node.node_id, len(wanted), partitions,
+                        core.config.max_partitions_per_request, core.config.max_partitions,
+                        core.topics.partition_count)
+            auto_create = False
     topics = []
     for name in names:
         if name in core.topics.topics:

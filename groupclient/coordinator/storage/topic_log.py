@@ -21,7 +21,7 @@ from kafka.record.util import calc_crc32c
 
 from ...protocol.errors import ErrorCode
 from ...protocol.names import name_problem
-from .journal import Journal
+from .journal import Journal, OpenFiles
 
 log = logging.getLogger("groupclient.coordinator.storage")
 
@@ -218,31 +218,41 @@ class Topic:
 
 
 class TopicStore:
-    def __init__(self, data_dir: Path | None = None, fsync: bool = False) -> None:
+    """Every topic, in memory, and with a data dir also in journals: ``topics.journal`` (the
+    catalog: a topic exists once its entry is there) and one journal per partition under
+    ``logs/``, created by its first append.  Partition journals share an :class:`OpenFiles`
+    budget of ``max_open_files`` descriptors."""
+
+    def __init__(self, data_dir: Path | None = None, fsync: bool = False, max_open_files: int = 128) -> None:
         self.topics: dict[str, Topic] = {}
+        self.partition_count = 0
         self._dir = data_dir
         self._fsync = fsync
+        self._open_files = OpenFiles(max_open_files)
         self._journals: list[Journal] = []
         self.producers = ProducerIds()
-        self._catalog = self._open(Path("topics.journal")) if data_dir else None
+        self._catalog = Journal(data_dir / "topics.journal", fsync) if data_dir else None
         self.on_append: Callable[[str, int], None] | None = None
         if self._catalog is not None:
+            self._journals.append(self._catalog)
             for entry in self._catalog.replay():
                 record = json.loads(entry)
-                self._materialize(record["name"], record["partitions"], uuid.UUID(record["topic_id"]))
+                self._register(self._build(record["name"], record["partitions"], uuid.UUID(record["topic_id"])))
 
-    def _open(self, relative: Path) -> Journal:
-        assert self._dir is not None
-        journal = Journal(self._dir / relative, self._fsync)
-        self._journals.append(journal)
-        return journal
-
-    def _materialize(self, name: str, partitions: int, topic_id: uuid.UUID) -> Topic:
+    def _build(self, name: str, partitions: int, topic_id: uuid.UUID) -> Topic:
+        """The topic in memory, its journals (if any) read, nothing written."""
         topic = Topic(name, topic_id)
         for index in range(partitions):
-            journal = self._open(Path("logs") / f"{name}-{index}.journal") if self._dir else None
+            journal = None
+            if self._dir is not None:
+                journal = Journal(self._dir / "logs" / f"{name}-{index}.journal", self._fsync, self._open_files)
+                self._journals.append(journal)
             topic.partitions.append(PartitionLog(journal))
-        self.topics[name] = topic
+        return topic
+
+    def _register(self, topic: Topic) -> Topic:
+        self.topics[topic.name] = topic
+        self.partition_count += len(topic.partitions)
         return topic
 
     def create(self, name: str, partitions: int) -> Topic:
@@ -253,12 +263,18 @@ class TopicStore:
             raise ValueError("a topic needs at least one partition")
         if name in self.topics:
             raise KeyError(f"topic {name!r} already exists")
-        topic_id = uuid.uuid4()
+        topic = self._build(name, partitions, uuid.uuid4())
         if self._catalog is not None:
-            record = {"name": name, "partitions": partitions, "topic_id": str(topic_id)}
+            # last: a topic that could not be built (or a failed write) leaves no entry behind,
+            # and an entry is whole or cut off on the next start (one checksummed write)
+            record = {"name": name, "partitions": partitions, "topic_id": str(topic.topic_id)}
             self._catalog.append(json.dumps(record).encode())
         log.info("created topic %s with %d partitions", name, partitions)
-        return self._materialize(name, partitions, topic_id)
+        return self._register(topic)
+
+    def open_files(self) -> int:
+        """Descriptors the partition journals hold now (at most max_open_files)."""
+        return len(self._open_files)
 
     def partition(self, name: str, index: int) -> PartitionLog | None:
         topic = self.topics.get(name)

@@ -1,0 +1,124 @@
+"""Single well-formed requests with extreme values, over real sockets to the real coordinator:
+each gets Kafka's refusal at once, and the server goes on serving (and accepting) everyone."""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from pathlib import Path
+
+import pytest
+from kafka.protocol.admin.topics import CreateTopicsRequest
+from kafka.protocol.metadata.metadata import MetadataRequest
+
+from groupclient.coordinator import EmbeddedCluster
+from groupclient.protocol.errors import ErrorCode
+from tests.integration.wire import WireClient
+
+pytestmark = pytest.mark.integration
+
+TOO_MANY_PER_REQUEST = "Excessively large number of partitions per request."  # Kafka's words
+
+CT = CreateTopicsRequest.CreatableTopic
+MT = MetadataRequest.MetadataRequestTopic
+
+
+def create(wire: WireClient, *topics: tuple[str, int], validate_only: bool = False) -> list[tuple[int, str | None]]:
+    resp = wire.request(CreateTopicsRequest(version=7, timeout_ms=1000, validate_only=validate_only, topics=[
+        CT(name=name, num_partitions=n, replication_factor=-1, assignments=[], configs=[]) for name, n in topics]))
+    return [(t.error_code, t.error_message) for t in resp.topics]
+
+
+def metadata(wire: WireClient, names: list[str]) -> dict[str, int]:
+    resp = wire.request(MetadataRequest(version=12, topics=[MT(name=n) for n in names],
+                                        allow_auto_topic_creation=True, include_topic_authorized_operations=False))
+    return {t.name: t.error_code for t in resp.topics}
+
+
+def still_serving(cluster: EmbeddedCluster) -> None:
+    fresh = WireClient(cluster.bootstrap_servers)
+    try:
+        assert create(fresh, (f"after-{time.monotonic_ns()}", 1)) == [(0, None)]
+    finally:
+        fresh.close()
+
+
+def test_a_topic_of_2_31_partitions_is_refused_at_once_like_kafka(cluster: EmbeddedCluster) -> None:
+    wire = WireClient(cluster.bootstrap_servers, timeout_s=5)  # answered at once: no work grows with it
+    try:
+        started = time.monotonic()
+        huge = [(ErrorCode.POLICY_VIOLATION, TOO_MANY_PER_REQUEST)]
+        assert create(wire, ("huge", 2**31 - 1)) == huge
+        assert create(wire, ("huge", 2**31 - 1), validate_only=True) == huge
+        # the total counts, not each topic (and a sum past 2**31 does not wrap around, as Kafka's int does)
+        assert create(wire, ("a", 6000), ("b", 6000)) == [huge[0], huge[0]]
+        assert create(wire, ("a", 2**31 - 1), ("b", 2**31 - 1)) == [huge[0], huge[0]]
+        assert time.monotonic() - started < 5
+        assert create(wire, ("ok", 10_000)) == [(0, None)]  # up to the limit is fine
+        assert set(cluster.topic_partitions()) == {"ok"}
+    finally:
+        wire.close()
+    still_serving(cluster)
+
+
+def test_the_cluster_wide_partition_limit_refuses_with_policy_violation() -> None:
+    with EmbeddedCluster(nodes=1, group_initial_rebalance_delay_ms=0, max_partitions=100) as cluster:
+        wire = WireClient(cluster.bootstrap_servers)
+        try:
+            assert create(wire, ("t1", 60)) == [(0, None)]
+            (code, message), (code2, _) = create(wire, ("t2", 30), ("t3", 30))
+            assert code == 0 and code2 == ErrorCode.POLICY_VIOLATION
+            assert create(wire, ("t4", 11))[0][0] == ErrorCode.POLICY_VIOLATION
+            assert "max_partitions" in (create(wire, ("t4", 11))[0][1] or "")
+            # auto-creation past the limit: Kafka's answer while a creation is refused or pending
+            assert metadata(wire, [f"auto{i}" for i in range(11)]) == {
+                f"auto{i}": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for i in range(11)}
+            assert metadata(wire, ["auto-one"]) == {"auto-one": ErrorCode.LEADER_NOT_AVAILABLE}
+            assert cluster.storage_stats()["partitions"] == 60 + 30 + 1
+        finally:
+            wire.close()
+
+
+def test_auto_creation_is_bounded_per_request() -> None:
+    with EmbeddedCluster(nodes=1, group_initial_rebalance_delay_ms=0, max_partitions_per_request=1000) as cluster:
+        wire = WireClient(cluster.bootstrap_servers)
+        try:
+            names = [f"many-{i}" for i in range(1100)]
+            assert set(metadata(wire, names).values()) == {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+            assert not cluster.topic_partitions()
+            assert set(metadata(wire, names[:1000]).values()) == {ErrorCode.LEADER_NOT_AVAILABLE}
+        finally:
+            wire.close()
+        still_serving(cluster)
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="counts descriptors in /proc")
+def test_partitions_past_the_fd_limit_leave_the_server_accepting_and_restartable(tmp_path: Path) -> None:
+    """1,500 partitions written to under a 1,024-descriptor limit: journals share a budget of
+    descriptors, connections are still accepted, and the data dir restarts with every record."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+    try:
+        before = open_fds()
+        with EmbeddedCluster(nodes=1, data_dir=tmp_path, group_initial_rebalance_delay_ms=0,
+                             max_open_log_files=64) as cluster:
+            wire = WireClient(cluster.bootstrap_servers)
+            try:
+                assert create(wire, ("wide", 1500)) == [(0, None)]
+                for p in range(1500):
+                    cluster.produce("wide", [b"v%d" % p], partition=p)
+                assert cluster.storage_stats()["open_log_files"] == 64
+                assert open_fds() - before < 64 + 40  # journals, sockets, the event loop's own
+                still_serving(cluster)
+            finally:
+                wire.close()
+        with EmbeddedCluster(nodes=1, data_dir=tmp_path, group_initial_rebalance_delay_ms=0) as again:
+            assert again.end_offsets("wide") == {p: 1 for p in range(1500)}
+            assert again.storage_stats()["open_log_files"] == 0  # nothing opened until written to
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
