@@ -52,6 +52,7 @@ import os
 import platform
 import random
 import select
+import signal
 import statistics
 import subprocess
 import sys
@@ -426,22 +427,36 @@ def main() -> int:
     cells = [(s, c, p) for s in args.sizes for c in args.codecs for p in args.partitions]
     results: list[dict[str, Any]] = []
     started = time.monotonic()
+
+    def save() -> None:  # after every cell, so a run stopped part-way keeps what it measured
+        meta = {"packages": found, "python": sys.version.split()[0], "machine": platform.platform(),
+                "cpus": os.cpu_count(), "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                "seconds": time.monotonic() - started}
+        if args.out:
+            partial = args.out.with_name(args.out.name + ".partial")
+            partial.write_text(json.dumps({"meta": meta, "cells": results}, indent=1))
+            partial.replace(args.out)
+
+    def stop(signum: int, _frame: Any) -> None:  # SIGTERM (and SIGINT, ignored by background jobs) end cleanly
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)  # a job started with & inherits SIGINT ignored
     try:
         for broker in args.brokers:
             try:
                 for cell in (kafka_cells if broker == "kafka" else embedded_cells)(args, cells):
                     results.append(cell)
+                    save()
             except Exception as exc:  # a broker that cannot start: the next broker
                 print(f"[{broker}] stopped: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+    except KeyboardInterrupt as exc:
+        print(f"stopped by {exc or 'SIGINT'} after {len(results)} cells", file=sys.stderr, flush=True)
     finally:
         if results:
             print()
             print(tables(results, args.clients))
-        meta = {"packages": found, "python": sys.version.split()[0], "machine": platform.platform(),
-                "cpus": os.cpu_count(), "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-                "seconds": time.monotonic() - started}
-        if args.out:
-            args.out.write_text(json.dumps({"meta": meta, "cells": results}, indent=1))
+        save()
         if args.plot and results:
             plot(results, args.clients, args.plot)
     return 0 if results and all(not c["clients"][k]["failed"] for c in results for k in args.clients) else 1

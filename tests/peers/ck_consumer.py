@@ -49,6 +49,7 @@ def main() -> int:
 
     consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
     report("ready", pid=os.getpid())
+    uncommitted = False
     try:
         while not stop.is_set():
             msgs = consumer.consume(num_messages=500, timeout=0.2)
@@ -64,13 +65,19 @@ def main() -> int:
                 items.append([m.partition(), m.offset(), (m.value() or b"").decode()])
             if items:
                 report("records", items=items)
+                uncommitted = True
+            if uncommitted:
                 try:
                     consumer.commit(asynchronous=False)
                     report("committed")
-                except KafkaException as exc:
+                    uncommitted = False
+                except KafkaException as exc:  # refused during a rebalance: poll() completes it, then again
                     if exc.args[0].fatal():
                         raise
-                    report("warning", message=f"commit failed: {exc}")
+                    if exc.args[0].code() == KafkaError._NO_OFFSET:
+                        uncommitted = False  # the partitions went away meanwhile: nothing left to commit
+                    else:
+                        report("warning", message=f"commit failed: {exc}")
     except KafkaException as exc:
         report("error", type="KafkaException", message=str(exc))
         return 2

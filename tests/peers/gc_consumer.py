@@ -52,17 +52,22 @@ def main() -> int:
     consumer.subscribe([args.topic], listener=Listener())
     report("ready", pid=os.getpid())
     batches = 0
+    uncommitted = False
     try:
         while not stop.is_set():
             batch = consumer.poll(timeout_ms=200)
             items = [[tp.partition, r.offset, (r.value or b"").decode()] for tp, recs in batch.items() for r in recs]
             if items:
                 report("records", items=items)
+                uncommitted = True
+            if uncommitted:
                 try:
                     consumer.commit()
                     report("committed")
-                except Exception as exc:  # a commit refused after a rebalance is expected, not fatal
+                    uncommitted = False
+                except Exception as exc:  # refused during a rebalance: poll() completes it, then commit again
                     report("warning", message=f"commit failed: {type(exc).__name__}: {exc}")
+            if items:
                 batches += 1
                 if batches == args.stall_after:
                     report("stalling", ms=args.stall_ms, t=time.monotonic())
