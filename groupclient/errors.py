@@ -15,6 +15,10 @@
   be redelivered to whoever owns the partitions now.  :class:`RebalanceInProgressError` is the
   kind that says "commit again after the rebalance".
 - :class:`NoBrokersAvailableError`: no bootstrap server answered within ``bootstrap_timeout_ms``.
+- :class:`AuthenticationError`: the broker refused this client's SASL credentials
+  (:class:`SaslAuthenticationError`), or TLS failed (:class:`TlsError`: a certificate that does
+  not verify, a host name that does not match).  Fix the security settings; raised from the
+  call that needed the connection, never retried silently in a loop.
 
 Every error is also an instance of the matching ``kafka.errors`` class, so a program written
 for kafka-python catches them unchanged: ``ConfigurationError`` is a ``KafkaConfigurationError``,
@@ -184,3 +188,30 @@ class CommitFailedError(GroupClientError, kafka_errors.CommitFailedError):
 
 class RebalanceInProgressError(CommitFailedError, kafka_errors.RebalanceInProgressError):
     """The group is rebalancing: commit again once the member has rejoined."""
+
+
+class AuthenticationError(GroupClientError):
+    """A connection could not be authenticated: fix the security settings.  ``node`` is the
+    broker's node id.  Raised from ``poll()`` (and the other calls that wait on the network) once
+    per failed attempt; the client tries that broker again only after its reconnect backoff."""
+
+    def __init__(self, message: str, node: int | None = None) -> None:
+        super().__init__(message)
+        self.node = node
+
+
+class SaslAuthenticationError(AuthenticationError, kafka_errors.SaslAuthenticationFailedError):
+    """The broker refused the SASL exchange (``code``: SASL_AUTHENTICATION_FAILED,
+    UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE); the message is the broker's."""
+
+    def __init__(self, message: str, node: int | None = None,
+                 code: int = ErrorCode.SASL_AUTHENTICATION_FAILED) -> None:
+        super().__init__(message, node)
+        self.code = known(code) or int(code)
+        self.errno = int(code)
+
+
+class TlsError(AuthenticationError):
+    """The TLS handshake failed: the broker's certificate does not verify against ssl_cafile or
+    does not name the host (ssl_check_hostname), or the broker refused this client's certificate."""
+

@@ -57,7 +57,11 @@ DEFAULTS: dict[str, Any] = {
     "consumer_timeout_ms": math.inf,
     "exclude_internal_topics": True,
     "bootstrap_timeout_ms": 30000,
+    # TLS and SASL (network/security.py reads them): kafka-python's names and defaults
     "security_protocol": "PLAINTEXT",
+    "ssl_context": None, "ssl_check_hostname": True, "ssl_cafile": None, "ssl_certfile": None, "ssl_keyfile": None,
+    "ssl_crlfile": None, "ssl_password": None, "ssl_ciphers": None,
+    "sasl_mechanism": None, "sasl_plain_username": None, "sasl_plain_password": None,
     # no eager bootstrap in the constructor when set, as in kafka-python; versions are still
     # negotiated per connection with ApiVersions
     "api_version": None,
@@ -78,11 +82,8 @@ IGNORED = {
 }
 # kafka-python settings for features this client does not have: only their "off" value is accepted.
 UNSUPPORTED = {
-    "ssl_context": None, "ssl_check_hostname": True, "ssl_cafile": None, "ssl_certfile": None, "ssl_keyfile": None,
-    "ssl_crlfile": None, "ssl_password": None, "ssl_ciphers": None, "sasl_mechanism": None,
-    "sasl_plain_username": None, "sasl_plain_password": None, "sasl_kerberos_name": None,
-    "sasl_kerberos_service_name": "kafka", "sasl_kerberos_domain_name": None, "sasl_oauth_token_provider": None,
-    "proxy_url": None, "socks5_proxy": None,
+    "sasl_kerberos_name": None, "sasl_kerberos_service_name": "kafka", "sasl_kerberos_domain_name": None,
+    "sasl_oauth_token_provider": None, "proxy_url": None, "socks5_proxy": None,
 }
 
 
@@ -142,10 +143,9 @@ def build_config(configs: dict[str, Any]) -> dict[str, Any]:
         raise _unknown_names_error(unknown)
     for key, off in UNSUPPORTED.items():
         if key in configs and configs[key] != off:
-            raise ConfigurationError(f"{key} is not supported by groupclient (plaintext connections only)")
+            raise ConfigurationError(f"{key} is not supported by groupclient (SASL mechanisms: PLAIN, "
+                                     f"SCRAM-SHA-256, SCRAM-SHA-512; no proxies)")
     config = {**DEFAULTS, **{k: v for k, v in configs.items() if k in DEFAULTS}}
-    if config["security_protocol"] != "PLAINTEXT":
-        raise ConfigurationError("security_protocol: only PLAINTEXT is supported")
     deprecated = {"smallest": "earliest", "largest": "latest"}
     config["auto_offset_reset"] = deprecated.get(config["auto_offset_reset"], config["auto_offset_reset"])
     if config["auto_offset_reset"] not in ("earliest", "latest", "none"):

@@ -31,6 +31,7 @@ from ..member.membership import GroupMembership
 from ..member.types import GroupConfig
 from ..network.client import NetworkClient, NetworkConfig, parse_bootstrap
 from ..network.io import IOBackend
+from ..network.security import security_from_config
 from .config import build_config, check_name, default_config
 from .fetcher import FetchConfig, Fetcher
 from .interceptors import InterceptorChain
@@ -70,6 +71,7 @@ class GroupConsumer(ClusterQueries, PositionControl):
         its clock and its in-memory network; everything else is kafka-python's configs."""
         self.config = build_config(configs)
         cfg = self.config
+        security = security_from_config(cfg)  # before anything starts: a bad setting raises here
         try:
             bootstrap = parse_bootstrap(cfg["bootstrap_servers"])
         except ValueError as exc:
@@ -82,7 +84,8 @@ class GroupConsumer(ClusterQueries, PositionControl):
         self._client = NetworkClient(NetworkConfig(
             bootstrap, cfg["client_id"], cfg["request_timeout_ms"], cfg["reconnect_backoff_ms"],
             cfg["reconnect_backoff_max_ms"], cfg["max_in_flight_requests_per_connection"],
-            cfg["metadata_max_age_ms"], cfg["allow_auto_create_topics"], cfg["retry_backoff_ms"]), self._clock, io=io)
+            cfg["metadata_max_age_ms"], cfg["allow_auto_create_topics"], cfg["retry_backoff_ms"],
+            security), self._clock, io=io)
         if self._metrics is not None:
             self._client.observer = self._metrics.on_request_done
             self._client.io_observer = self._metrics.on_io

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .security import PLAINTEXT, ListenerSecurity
+
 
 @dataclass(frozen=True)
 class CoordinatorConfig:
@@ -38,6 +40,10 @@ class CoordinatorConfig:
     # descriptors the partition journals of a data dir hold at once (the least recently
     # appended-to is closed), so the number of partitions never exhausts the process's fds
     max_open_log_files: int = 128
+    # what every listener requires of clients: TLS, SASL, both or neither (security.py)
+    security: ListenerSecurity = PLAINTEXT
+    # a failed authentication is answered this much later, then the connection closed
+    connection_failed_authentication_delay_ms: int = 100  # connection.failed.authentication.delay.ms
 
     def __post_init__(self) -> None:
         if self.offsets_topic_partitions < 1:
@@ -48,6 +54,10 @@ class CoordinatorConfig:
             raise ValueError("need 0 < group_min_session_timeout_ms <= group_max_session_timeout_ms")
         if self.group_max_size < 1:
             raise ValueError("group_max_size must be at least 1")
+        if not isinstance(self.security, ListenerSecurity):
+            raise ValueError("security must be a ListenerSecurity")
+        if self.connection_failed_authentication_delay_ms < 0:
+            raise ValueError("connection_failed_authentication_delay_ms must not be negative")
         for name in ("offsets_retention_minutes", "offsets_retention_check_interval_ms",
                      "connections_max_idle_ms", "max_connections", "max_connections_per_ip",
                      "max_partitions_per_request", "max_partitions", "max_open_log_files"):

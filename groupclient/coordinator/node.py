@@ -19,16 +19,29 @@ from .faults import FaultKind
 from .group.coordinator import GroupCoordinator
 from .handlers import HANDLERS, RequestContext
 from .handlers.api_versions import supported_versions
+from .handlers.sasl import authenticate_response, handshake_response
 from .runtime import TimerHandle
+from .sasl_session import Gate, SaslSession
 
 if TYPE_CHECKING:
     from .core import ClusterCore
 
 log = logging.getLogger("groupclient.coordinator.node")
 
+_SASL_MAX_RECEIVE = 524_288  # sasl.server.max.receive.size
+
 
 class DropConnection(Exception):
     """A fault rule asked for the connection to be closed without an answer."""
+
+
+class CloseAfter(Exception):
+    """Authentication failed: send ``answer`` (None: nothing) after the failed-authentication
+    delay, then close."""
+
+    def __init__(self, answer: bytes | None) -> None:
+        super().__init__("authentication failed")
+        self.answer = answer
 
 
 class BrokerNode:
@@ -48,7 +61,11 @@ class BrokerNode:
     async def start(self) -> None:
         if self.live:
             return
-        self._server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True)
+        security = self.core.config.security
+        tls = security.server_context() if security.uses_tls else None
+        # a client that never finishes the TLS handshake is dropped after 10 s
+        self._server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True, ssl=tls,
+                                                  ssl_handshake_timeout=10.0 if tls else None)
         self.port = self._server.sockets[0].getsockname()[1]
         self.live = True
         log.info("node %d listening on %s:%d", self.node_id, self.host, self.port)
@@ -114,16 +131,25 @@ class BrokerNode:
             writer.close()  # the pending read then ends like a client that went away
 
         idle = _IdleTimeout(config.connections_max_idle_ms / 1000, close_idle)
+        session = SaslSession(config.security, f"{client_host}:{peer[1] if peer else '?'}") \
+            if config.security.uses_sasl else None
         try:
             while True:
                 prefix = await reader.readexactly(SIZE_BYTES)
-                payload = await reader.readexactly(frame_size(prefix, config.max_request_bytes))
+                # before authentication a frame is held to Kafka's sasl.server.max.receive.size
+                limit = config.max_request_bytes if session is None or session.complete else _SASL_MAX_RECEIVE
+                payload = await reader.readexactly(frame_size(prefix, limit))
                 idle.request_started()
-                answer = await self._dispatch(payload, client_host)
+                answer = await self._dispatch(payload, client_host, session)
                 if answer is not None:
                     writer.write(answer)
                     await writer.drain()
                 idle.request_done()
+        except CloseAfter as failed:
+            await self.core.runtime.sleep(config.connection_failed_authentication_delay_ms)
+            if failed.answer is not None:
+                writer.write(failed.answer)
+                await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # the client went away, or the connection was idle
         except FrameError as exc:
@@ -146,15 +172,20 @@ class BrokerNode:
         in-memory connections."""
         return await self._dispatch(payload, client_host)
 
-    async def _dispatch(self, payload: bytes, client_host: str) -> bytes | None:
+    async def _dispatch(self, payload: bytes, client_host: str, session: SaslSession | None = None) -> bytes | None:
         fixed = peek_header(payload)
         try:
             key = ApiKey(fixed.api_key)
         except ValueError:
+            if session is not None and not session.complete:
+                raise CloseAfter(None) from None
             raise FrameError(f"unknown API key {fixed.api_key}") from None
         spec = API_SPECS[key]
         version = fixed.api_version
         served = spec.min_version <= version <= spec.max_version
+        gate = Gate.SERVE if session is None else session.gate(key, served)
+        if gate is Gate.CLOSE:
+            raise CloseAfter(None)
         if key is ApiKey.API_VERSIONS and not served:
             # KIP-511: answer with v0 so any client can read which versions we do have
             return self._encode(supported_versions(0, ErrorCode.UNSUPPORTED_VERSION), fixed.correlation_id, 0)
@@ -165,15 +196,36 @@ class BrokerNode:
         except Exception as exc:
             raise FrameError(f"malformed {key.name} v{version} request: {exc!r}") from None
         handler = HANDLERS[key]
+        if gate is Gate.REFUSE:
+            raise CloseAfter(self._encode(handler.error_response(request, ErrorCode.ILLEGAL_SASL_STATE),
+                                          fixed.correlation_id, version))
+        if gate is Gate.SASL:
+            assert session is not None
+            if not served:  # Kafka closes on a SaslAuthenticate version it does not know
+                raise CloseAfter(None)
+            answer = self._encode(self._authenticate(session, key, request), fixed.correlation_id, version)
+            if session.failed:
+                raise CloseAfter(answer)
+            return answer
         if not served:
             response = handler.error_response(request, ErrorCode.UNSUPPORTED_VERSION)
         else:
-            response = await self._handle(key, handler, request, client_host)
+            response = await self._handle(key, handler, request, client_host,
+                                          session.principal if session is not None else None)
         if key is ApiKey.PRODUCE and request.acks == 0:
             return None
         return self._encode(response, fixed.correlation_id, version)
 
-    async def _handle(self, key: ApiKey, handler: Any, request: Any, client_host: str) -> Any:
+    @staticmethod
+    def _authenticate(session: SaslSession, key: ApiKey, request: Any) -> Any:
+        if key is ApiKey.SASL_HANDSHAKE:
+            code, mechanisms = session.handshake(request.mechanism)
+            return handshake_response(request, code, mechanisms)
+        code, message, token = session.authenticate(bytes(request.auth_bytes or b""))
+        return authenticate_response(request, code, message, token)
+
+    async def _handle(self, key: ApiKey, handler: Any, request: Any, client_host: str,
+                      principal: str | None = None) -> Any:
         rule = self.core.faults.take(int(key), self.node_id)
         if rule is not None:
             if rule.kind is FaultKind.DROP:
@@ -182,7 +234,7 @@ class BrokerNode:
                 return handler.error_response(request, rule.error_code)
             await self.core.runtime.sleep(rule.delay_ms)
         header = request.header
-        ctx = RequestContext(self, self.core, request.version, header.client_id or "", client_host)
+        ctx = RequestContext(self, self.core, request.version, header.client_id or "", client_host, principal)
         try:
             return await handler.handle(ctx, request)
         except asyncio.CancelledError:

@@ -17,12 +17,15 @@ from typing import Any
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from ..clock import Clock, Timer
-from ..errors import FatalGroupError, KafkaTimeoutError, NoBrokersAvailableError, NodeNotReadyError, WakeupError
+from ..errors import (
+    AuthenticationError, FatalGroupError, KafkaTimeoutError, NoBrokersAvailableError, NodeNotReadyError, WakeupError,
+)
 from ..protocol.errors import ErrorCode
 from .connection import BrokerConnection, Completion, ConnectionState, IoCounters
 from .future import RequestFuture
 from .io import EVENT_READ, EVENT_WRITE, IOBackend, SocketIO, Stream
 from .metadata import ClusterMetadata
+from .security import PLAINTEXT, Security
 
 log = logging.getLogger("groupclient.network")
 
@@ -38,6 +41,7 @@ class NetworkConfig:
     metadata_max_age_ms: int = 300000
     allow_auto_create_topics: bool = True
     retry_backoff_ms: int = 100  # the first wait before asking again about a topic that errored
+    security: Security = PLAINTEXT  # TLS and SASL (network/security.py)
 
 
 def parse_bootstrap(servers: str | list[str]) -> list[tuple[str, int]]:
@@ -67,7 +71,7 @@ class NetworkClient:
         self.metadata = ClusterMetadata(config.metadata_max_age_ms, retry_backoff_ms=config.retry_backoff_ms)
         self._rng = rng or random.Random()
         self._lock = threading.Lock()
-        self._io: IOBackend = io or SocketIO()
+        self._io: IOBackend = io or SocketIO(config.security.ssl_context)
         self._poller = self._io.new_poller()
         self._conns: dict[int, BrokerConnection] = {}
         # node id -> (the stream registered with the poller, its event mask); the stream object
@@ -88,6 +92,8 @@ class NetworkClient:
         # told of the bytes sent and received by each poll() that moved any: (sent, received)
         self.io_observer: Callable[[int, int], None] | None = None
         self._io_counters = IoCounters()
+        # the last failed authentication (TLS or SASL), raised by the application's next wait
+        self._auth_failure: AuthenticationError | None = None
 
     @property
     def request_timeout_ms(self) -> int:
@@ -109,7 +115,8 @@ class NetworkClient:
                 node_id, address[0], address[1], client_id=cfg.client_id,
                 request_timeout_ms=cfg.request_timeout_ms, reconnect_backoff_ms=cfg.reconnect_backoff_ms,
                 reconnect_backoff_max_ms=cfg.reconnect_backoff_max_ms,
-                max_in_flight=cfg.max_in_flight_requests_per_connection, counters=self._io_counters)
+                max_in_flight=cfg.max_in_flight_requests_per_connection, counters=self._io_counters,
+                sasl=cfg.security.sasl)
         return conn
 
     def add_node(self, node_id: int, host: str, port: int) -> None:
@@ -265,6 +272,9 @@ class NetworkClient:
                 if expired or conn.state is ConnectionState.DISCONNECTED:
                     self._update_interest(conn)
                 completions += expired
+                failure = conn.take_auth_failure()
+                if failure is not None:
+                    self._auth_failure = failure
             counters = self._io_counters
             moved = (counters.sent, counters.received)
             counters.sent = counters.received = 0
@@ -284,10 +294,21 @@ class NetworkClient:
             if future is not None and future.is_done():
                 return
             self.poll(min(timer.remaining_ms(), 100) if future is not None else timer.remaining_ms())
+            if wakeup:
+                self.raise_auth_failure()
             if future is None or future.is_done() or timer.expired():
                 if wakeup:
                     self.maybe_trigger_wakeup()
                 return
+
+    def raise_auth_failure(self) -> None:
+        """Raise the last failed authentication (TLS or SASL) once, if there is one.  Called from
+        the application's waits (``poll_until`` with ``wakeup``), never from the heartbeat thread:
+        Kafka's clients likewise throw it from the next ``poll()``, not from a retry loop."""
+        with self._locked():
+            failure, self._auth_failure = self._auth_failure, None
+        if failure is not None:
+            raise failure
 
     def sleep(self, ms: int, timer: Timer) -> None:
         """Back off for ``ms`` (bounded by the timer), still doing network I/O meanwhile."""

@@ -1,7 +1,10 @@
 """One non-blocking connection to one broker, and its in-flight requests.
 
-States: DISCONNECTED -> CONNECTING -> NEGOTIATING (ApiVersions) -> READY, and back to
-DISCONNECTED on any error, after which a reconnect waits an exponential backoff with jitter.
+States: DISCONNECTED -> CONNECTING -> HANDSHAKING (TLS; passed through at once without it) ->
+NEGOTIATING (ApiVersions) -> AUTHENTICATING (SaslHandshake, SaslAuthenticate; only with SASL) ->
+READY, and back to DISCONNECTED on any error, after which a reconnect waits an exponential
+backoff with jitter.  Everything before READY must finish within request_timeout_ms.  A failed
+authentication (TLS or SASL) is kept in ``auth_failure`` for the client to raise to the caller.
 The connection never runs callbacks: it returns completions for the client to run outside
 its lock.
 """
@@ -17,14 +20,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+)
 from tenacity import wait_exponential_jitter
 
 from .. import __version__
-from ..errors import DisconnectedError, ProtocolError, RequestTimedOutError
+from ..errors import (
+    AuthenticationError, DisconnectedError, ProtocolError, RequestTimedOutError, SaslAuthenticationError, TlsError,
+)
 from ..protocol.apis import ApiKey
 from ..protocol.errors import ErrorCode, error_name
+from ..protocol.sasl import SaslError
 from .future import RequestFuture
-from .io import IOBackend, Stream
+from .io import EVENT_WRITE, IOBackend, Stream, TlsStream
+from .security import SaslExchange, SaslSettings
 
 log = logging.getLogger("groupclient.network")
 
@@ -42,6 +52,8 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     ApiKey.OFFSET_FETCH: 8, ApiKey.FETCH: 12, ApiKey.LIST_OFFSETS: 7,
     # the admin client's (groupclient groups ...)
     ApiKey.DESCRIBE_GROUPS: 6, ApiKey.LIST_GROUPS: 5,
+    # authentication (before READY)
+    ApiKey.SASL_HANDSHAKE: 1, ApiKey.SASL_AUTHENTICATE: 2,
 }
 
 
@@ -78,8 +90,14 @@ def _api_name(api_key: int) -> str:
 class ConnectionState(enum.Enum):
     DISCONNECTED = "disconnected"
     CONNECTING = "connecting"
+    HANDSHAKING = "handshaking"
     NEGOTIATING = "negotiating"
+    AUTHENTICATING = "authenticating"
     READY = "ready"
+
+
+_SETTING_UP = (ConnectionState.CONNECTING, ConnectionState.HANDSHAKING, ConnectionState.NEGOTIATING,
+               ConnectionState.AUTHENTICATING)
 
 
 @dataclass
@@ -114,8 +132,14 @@ class _Attempt:
 class BrokerConnection:
     def __init__(self, node_id: int, host: str, port: int, *, client_id: str, request_timeout_ms: int,
                  reconnect_backoff_ms: int, reconnect_backoff_max_ms: int, max_in_flight: int,
-                 max_response_bytes: int = 100_000_000, counters: IoCounters | None = None) -> None:
+                 max_response_bytes: int = 100_000_000, counters: IoCounters | None = None,
+                 sasl: SaslSettings | None = None) -> None:
         self.node_id = node_id
+        self.sasl = sasl
+        self._sasl_exchange: SaslExchange | None = None
+        self._handshake_wants = 0  # the event a TLS handshake waits for
+        # the last failed authentication, until the client takes it (take_auth_failure)
+        self.auth_failure: AuthenticationError | None = None
         self.counters = counters or IoCounters()
         self.host = host
         self.port = port
@@ -149,7 +173,7 @@ class BrokerConnection:
         return self.state is ConnectionState.DISCONNECTED and now >= self._next_attempt_ms
 
     def is_connecting(self) -> bool:
-        return self.state in (ConnectionState.CONNECTING, ConnectionState.NEGOTIATING)
+        return self.state in _SETTING_UP
 
     def is_ready(self) -> bool:
         return self.state is ConnectionState.READY
@@ -168,6 +192,23 @@ class BrokerConnection:
             # backed off like any other, never an exception out of poll()
             return self.close(now, DisconnectedError(f"cannot connect to node {self.node_id}: {exc}"))
         return []
+
+    def _handshake(self, now: int) -> list[Completion]:
+        """One step of the TLS handshake (none without TLS); on to ApiVersions once it is done."""
+        assert self.sock is not None
+        self.state = ConnectionState.HANDSHAKING
+        try:
+            self._handshake_wants = self.sock.handshake()
+        except AuthenticationError as exc:
+            return self._auth_failed(now, exc)
+        except DisconnectedError as exc:
+            return self.close(now, exc)
+        if not self._handshake_wants:
+            self._on_connected(now)
+        return []
+
+    def _negotiating(self) -> bool:  # a method: mypy narrows self.state across calls otherwise
+        return self.state is ConnectionState.NEGOTIATING
 
     def _on_connected(self, now: int) -> None:
         self.state = ConnectionState.NEGOTIATING
@@ -189,10 +230,68 @@ class BrokerConnection:
         if response.api_keys is None:  # a null array decodes, but leaves nothing to negotiate with
             return self.close(now, ProtocolError("ApiVersions answer without api_keys"))
         self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+        if self.sasl is not None:
+            return self._start_sasl(now)
+        return self._on_ready()
+
+    def _on_ready(self) -> list[Completion]:
         self.state = ConnectionState.READY
         self.failures = 0
         log.debug("node %d at %r:%s is ready", self.node_id, self.host, self.port)
         return []
+
+    # -- SASL (KIP-152: SaslHandshake v1, then tokens in SaslAuthenticate) ----------------------
+    def _start_sasl(self, now: int) -> list[Completion]:
+        assert self.sasl is not None
+        self.state = ConnectionState.AUTHENTICATING
+        handshake, authenticate = (self.version_for(k) for k in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE))
+        if handshake != 1 or authenticate is None:
+            return self._auth_failed(now, SaslAuthenticationError(
+                f"node {self.node_id} does not serve SASL authentication (SaslHandshake v1 and SaslAuthenticate); "
+                f"is this a SASL listener?", self.node_id, ErrorCode.ILLEGAL_SASL_STATE))
+        self._sasl_exchange = self.sasl.exchange()
+        self._enqueue(SaslHandshakeRequest(version=1, mechanism=self.sasl.mechanism), SaslHandshakeResponse,
+                      now).add_errback(lambda exc: None)
+        return []
+
+    def _on_sasl(self, api_key: int, response: Any, now: int) -> list[Completion]:
+        exchange, sasl = self._sasl_exchange, self.sasl
+        assert exchange is not None and sasl is not None
+        if response.error_code:
+            if api_key == ApiKey.SASL_HANDSHAKE and response.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM:
+                message = (f"SASL mechanism {sasl.mechanism} is not enabled on node {self.node_id}; it has "
+                           f"{', '.join(sorted(response.mechanisms or ())) or 'none'}")
+            else:
+                message = getattr(response, "error_message", None) or error_name(response.error_code)
+            return self._auth_failed(now, SaslAuthenticationError(message, self.node_id, response.error_code))
+        try:
+            if api_key == ApiKey.SASL_HANDSHAKE:
+                token: bytes | None = exchange.first()
+            else:
+                token = exchange.step(bytes(response.auth_bytes or b""))
+        except SaslError as exc:
+            return self._auth_failed(now, SaslAuthenticationError(
+                f"SASL {sasl.mechanism} with node {self.node_id} failed: {exc}", self.node_id))
+        if token is None:
+            self._sasl_exchange = None
+            log.debug("node %d: authenticated as %r with %s", self.node_id, sasl.username, sasl.mechanism)
+            return self._on_ready()
+        version = self.version_for(ApiKey.SASL_AUTHENTICATE)
+        assert version is not None
+        self._enqueue(SaslAuthenticateRequest(version=version, auth_bytes=token), SaslAuthenticateResponse,
+                      now).add_errback(lambda exc: None)
+        return []
+
+    def _auth_failed(self, now: int, error: AuthenticationError) -> list[Completion]:
+        """Authentication failed: not worth retrying until the settings change, so it is kept for
+        the caller (NetworkClient raises it from the application's next wait)."""
+        log.error("node %d (%r:%s): %s", self.node_id, self.host, self.port, error)
+        self.auth_failure = error
+        return self.close(now, error)
+
+    def take_auth_failure(self) -> AuthenticationError | None:
+        failure, self.auth_failure = self.auth_failure, None
+        return failure
 
     def version_for(self, api_key: int) -> int | None:
         """The highest version both sides support, or None."""
@@ -221,6 +320,8 @@ class BrokerConnection:
         return future
 
     def wants_write(self) -> bool:
+        if self.state is ConnectionState.HANDSHAKING:
+            return self._handshake_wants == EVENT_WRITE
         return self.state is ConnectionState.CONNECTING or bool(self._send_buffer)
 
     # -- I/O -----------------------------------------------------------------------------
@@ -230,7 +331,11 @@ class BrokerConnection:
             code = self.sock.connect_error()
             if code:
                 return self.close(now, DisconnectedError(f"connect failed: {os.strerror(code)}"))
-            self._on_connected(now)
+        if self.state in (ConnectionState.CONNECTING, ConnectionState.HANDSHAKING):
+            failed = self._handshake(now)
+            if not self._negotiating():
+                return failed  # handshake still going, or failed
+            # done: ApiVersions is queued, and goes out below
         if self._send_buffer:
             try:
                 sent = self.sock.send(self._send_buffer)
@@ -244,6 +349,8 @@ class BrokerConnection:
 
     def on_readable(self, now: int) -> list[Completion]:
         assert self.sock is not None
+        if self.state is ConnectionState.HANDSHAKING:
+            return self._handshake(now)
         completions: list[Completion] = []
         for _ in range(_MAX_READS):  # bounded: a peer that never stops sending cannot hold this thread
             room = self._room()
@@ -252,9 +359,17 @@ class BrokerConnection:
                 received = self.sock.recv_into(room)
             except (BlockingIOError, InterruptedError):
                 break
+            except AuthenticationError as exc:  # a TLS alert (TlsStream)
+                return completions + self._auth_failed(now, exc)
             except OSError as exc:
                 return completions + self.close(now, DisconnectedError(f"receive failed: {exc}"))
             if not received:
+                if self.state is ConnectionState.NEGOTIATING and isinstance(self.sock, TlsStream):
+                    # closed right after the TLS handshake, before answering anything: with TLS
+                    # 1.3 that is how a broker refuses this client's certificate (or its lack)
+                    return completions + self._auth_failed(now, TlsError(
+                        f"node {self.node_id} closed the connection right after the TLS handshake: it probably "
+                        f"requires a client certificate it can verify (ssl_certfile, ssl_keyfile)", self.node_id))
                 return completions + self.close(now, DisconnectedError("connection closed by the broker"))
             self._rend += received
             self.counters.received += received
@@ -335,6 +450,9 @@ class BrokerConnection:
         self.in_flight.popleft()
         if entry.api_key == ApiKey.API_VERSIONS and self.state is ConnectionState.NEGOTIATING:
             return [(entry.future, True, response)] + self._on_api_versions(response, entry.version, now)
+        if self.state is ConnectionState.AUTHENTICATING and entry.api_key in (ApiKey.SASL_HANDSHAKE,
+                                                                              ApiKey.SASL_AUTHENTICATE):
+            return [(entry.future, True, response)] + self._on_sasl(entry.api_key, response, now)
         return [(entry.future, True, response)]
 
     def expire(self, now: int) -> list[Completion]:
@@ -362,6 +480,8 @@ class BrokerConnection:
                 self.failures += 1
             self._next_attempt_ms = now + self._backoff_ms()
         self.state = ConnectionState.DISCONNECTED
+        self._sasl_exchange = None
+        self._handshake_wants = 0
         self._send_buffer.clear()
         self._rstart = self._rend = 0
         if len(self._rbuf) > _MIN_ROOM:

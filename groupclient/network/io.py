@@ -11,7 +11,10 @@ from __future__ import annotations
 import errno
 import selectors
 import socket
+import ssl
 from typing import Any, Protocol
+
+from ..errors import DisconnectedError, TlsError
 
 EVENT_READ = selectors.EVENT_READ
 EVENT_WRITE = selectors.EVENT_WRITE
@@ -22,6 +25,11 @@ class Stream(Protocol):
 
     def connect_error(self) -> int:
         """After the stream turned writable while connecting: 0 when connected, else an errno."""
+
+    def handshake(self) -> int:
+        """Go on with the TLS handshake once connected: 0 when done (at once without TLS), else
+        the event it waits for (EVENT_READ or EVENT_WRITE).  Raises TlsError when TLS fails and
+        DisconnectedError when the peer went away."""
 
     def send(self, data: bytes | bytearray | memoryview) -> int:
         """Bytes written; raises BlockingIOError when full and OSError when broken."""
@@ -64,6 +72,9 @@ class SocketStream:
     def connect_error(self) -> int:
         return self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
 
+    def handshake(self) -> int:
+        return 0
+
     def send(self, data: bytes | bytearray | memoryview) -> int:
         return self.sock.send(data)
 
@@ -75,6 +86,58 @@ class SocketStream:
             self.sock.close()
         except OSError:
             pass
+
+
+class TlsStream(SocketStream):
+    """A TLS connection on a non-blocking ``ssl.SSLSocket``: the handshake runs step by step as
+    the socket allows, and TLS's "want read / want write" is BlockingIOError to the caller.  A
+    read never leaves decrypted bytes behind in the SSL object: every read offers at least 64 KiB
+    of room (the connection's receive buffer), more than one TLS record (16 KiB) holds, so a
+    readable event is never missed."""
+
+    sock: ssl.SSLSocket
+
+    def __init__(self, sock: ssl.SSLSocket, host: str, port: int) -> None:
+        super().__init__(sock)
+        self._where = f"{host}:{port}"
+
+    def handshake(self) -> int:
+        try:
+            self.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            return EVENT_READ
+        except ssl.SSLWantWriteError:
+            return EVENT_WRITE
+        except (ssl.SSLEOFError, ssl.SSLZeroReturnError):
+            raise DisconnectedError(f"{self._where} closed the connection during the TLS handshake "
+                                    f"(is it a TLS listener?)") from None
+        except ssl.SSLCertVerificationError as exc:
+            raise TlsError(f"the certificate of {self._where} does not verify: {exc.verify_message} "
+                           f"(check ssl_cafile and ssl_check_hostname)") from None
+        except ssl.SSLError as exc:
+            raise TlsError(f"TLS handshake with {self._where} failed: {exc.reason or exc}") from None
+        except OSError as exc:
+            raise DisconnectedError(f"TLS handshake with {self._where} failed: {exc}") from None
+        return 0
+
+    def send(self, data: bytes | bytearray | memoryview) -> int:
+        try:
+            return self.sock.send(data)
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            raise BlockingIOError() from None
+
+    def recv_into(self, buffer: memoryview) -> int:
+        try:
+            return self.sock.recv_into(buffer)
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            raise BlockingIOError() from None
+        except (ssl.SSLZeroReturnError, ssl.SSLEOFError):  # the peer's close_notify, or a close without it
+            return 0
+        except ssl.SSLError as exc:
+            # with TLS 1.3 the server checks the client's certificate after the client's side of
+            # the handshake is done: its refusal is an alert read here
+            raise TlsError(f"{self._where} ended TLS: {exc.reason or exc} (does it require a client "
+                           f"certificate? ssl_certfile)") from None
 
 
 def _socket_of(stream: Stream) -> socket.socket:
@@ -138,6 +201,11 @@ class SelectorPoller:
 
 
 class SocketIO:
+    """Sockets to brokers; TLS ones when given an ``ssl.SSLContext``."""
+
+    def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
+        self.ssl_context = ssl_context
+
     def open_stream(self, host: str, port: int) -> Stream:
         # Addresses come from brokers (Metadata, FindCoordinator) and may be anything a broker
         # can encode: a null or empty host, a port out of range.  Each is refused as OSError,
@@ -149,6 +217,10 @@ class SocketIO:
             raise OSError(errno.EINVAL, f"port {port!r} is out of range")
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
+            if self.ssl_context is not None:
+                # wrapped before connecting: connect_ex then sets up TLS, and the handshake runs
+                # once the connection is up (TlsStream.handshake)
+                sock = self.ssl_context.wrap_socket(sock, server_hostname=host, do_handshake_on_connect=False)
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             code = sock.connect_ex((host, port))
@@ -158,6 +230,8 @@ class SocketIO:
         if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY):
             sock.close()
             raise OSError(code, f"connect to {host}:{port} failed: {errno.errorcode.get(code, code)}")
+        if isinstance(sock, ssl.SSLSocket):
+            return TlsStream(sock, host, port)
         return SocketStream(sock)
 
     def new_poller(self) -> Poller:

@@ -109,6 +109,9 @@ class SimStream:
     def connect_error(self) -> int:
         return self.error
 
+    def handshake(self) -> int:  # no TLS
+        return 0
+
     def send(self, data: bytes | bytearray | memoryview) -> int:
         if self.closed or self.error or self.eof:
             raise OSError(errno.EPIPE, "broken pipe")

@@ -55,6 +55,9 @@ class FakeStream:
     def connect_error(self) -> int:
         return 0
 
+    def handshake(self) -> int:  # no TLS
+        return 0
+
     def send(self, data: bytes | bytearray | memoryview) -> int:
         if self.closed:
             raise OSError(errno.EBADF, "closed")

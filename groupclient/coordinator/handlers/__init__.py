@@ -6,7 +6,7 @@ from ...protocol.apis import ApiKey
 from . import (
     api_versions, create_topics, delete_groups, describe_groups, fetch, find_coordinator, heartbeat,
     init_producer_id, join_group, leave_group, list_groups, list_offsets, metadata, offset_commit,
-    offset_fetch, produce, sync_group,
+    offset_fetch, produce, sasl, sync_group,
 )
 from .context import Handler, RequestContext
 
@@ -28,6 +28,8 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.LIST_GROUPS: list_groups.HANDLER,
     ApiKey.INIT_PRODUCER_ID: init_producer_id.HANDLER,
     ApiKey.DELETE_GROUPS: delete_groups.HANDLER,
+    ApiKey.SASL_HANDSHAKE: sasl.HANDSHAKE,
+    ApiKey.SASL_AUTHENTICATE: sasl.AUTHENTICATE,
 }
 
 __all__ = ["HANDLERS", "Handler", "RequestContext"]

@@ -25,6 +25,7 @@ class RequestContext:
     api_version: int
     client_id: str
     client_host: str
+    principal: str | None = None  # the SASL user name on a SASL listener
 
     @property
     def now(self) -> int:

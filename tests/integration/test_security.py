@@ -1,0 +1,222 @@
+"""TLS and SASL over real sockets: the embedded coordinator requiring them, and GroupConsumer,
+kafka-python and confluent-kafka authenticating to it (certificates made at test time)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+from kafka.protocol.metadata.metadata import MetadataRequest
+from kafka.protocol.sasl import SaslHandshakeRequest
+
+from groupclient import GroupConsumer
+from groupclient.coordinator import EmbeddedCluster
+from groupclient.coordinator.security import ListenerSecurity
+from groupclient.errors import SaslAuthenticationError, TlsError
+from groupclient.protocol.errors import ErrorCode
+from groupclient.testing.certificates import Certificates, make_certificates
+from tests.integration.peers import holds_for, wait_until
+from tests.integration.wire import WireClient
+
+pytestmark = pytest.mark.integration
+
+USERS = {"alice": "alice-secret", "bob": "bob-secret"}
+MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
+    return make_certificates(tmp_path_factory.mktemp("certs"))
+
+
+def cluster_with(security: ListenerSecurity, **settings: Any) -> EmbeddedCluster:
+    return EmbeddedCluster(nodes=1, group_initial_rebalance_delay_ms=0, security=security, **settings)
+
+
+@pytest.fixture(scope="module")
+def sasl_ssl(certs: Certificates) -> Iterator[EmbeddedCluster]:
+    with cluster_with(ListenerSecurity("SASL_SSL", ssl_certfile=str(certs.server), users=USERS)) as cluster:
+        cluster.create_topic("secure", 3)
+        cluster.produce("secure", [f"r{i}".encode() for i in range(30)])
+        yield cluster
+
+
+def gc_settings(certs: Certificates, mechanism: str, password: str = "alice-secret", **more: Any) -> dict[str, Any]:
+    return {"security_protocol": "SASL_SSL", "ssl_cafile": str(certs.ca), "sasl_mechanism": mechanism,
+            "sasl_plain_username": "alice", "sasl_plain_password": password, **more}
+
+
+def drain(poll: Any, want: int, timeout_s: float = 30) -> list[bytes]:
+    got: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < want and time.monotonic() < deadline:
+        got += poll()
+    return got
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_groupclient_joins_and_commits_over_sasl_ssl(sasl_ssl: EmbeddedCluster, certs: Certificates,
+                                                     mechanism: str) -> None:
+    group = f"gc-{mechanism}"
+    consumer = GroupConsumer("secure", bootstrap_servers=sasl_ssl.bootstrap_servers, group_id=group,
+                             auto_offset_reset="earliest", enable_auto_commit=False, **gc_settings(certs, mechanism))
+    try:
+        got = drain(lambda: [r.value for rs in consumer.poll(200).values() for r in rs], 30)
+        assert sorted(got) == sorted(f"r{i}".encode() for i in range(30))
+        consumer.commit()
+    finally:
+        consumer.close()
+    assert sum(o for o in sasl_ssl.committed_offsets(group).values()) == 30
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_kafka_python_and_confluent_consume_over_sasl_ssl(sasl_ssl: EmbeddedCluster, certs: Certificates,
+                                                          mechanism: str) -> None:
+    from confluent_kafka import Consumer
+    from kafka import KafkaConsumer
+
+    kp = KafkaConsumer("secure", bootstrap_servers=sasl_ssl.bootstrap_servers, group_id=f"kp-{mechanism}",
+                       auto_offset_reset="earliest", **gc_settings(certs, mechanism))
+    try:
+        assert len(drain(lambda: [r.value for rs in kp.poll(200).values() for r in rs], 30)) == 30
+    finally:
+        kp.close()
+    ck = Consumer({"bootstrap.servers": sasl_ssl.bootstrap_servers, "group.id": f"ck-{mechanism}",
+                   "auto.offset.reset": "earliest", "security.protocol": "SASL_SSL", "ssl.ca.location": str(certs.ca),
+                   "sasl.mechanisms": mechanism, "sasl.username": "bob", "sasl.password": "bob-secret"})
+    try:
+        ck.subscribe(["secure"])
+        assert len(drain(lambda: [m.value() for m in ck.consume(100, 0.2) if not m.error()], 30)) == 30
+    finally:
+        ck.close()
+
+
+@pytest.mark.parametrize("mechanism, user, password, message", [
+    ("PLAIN", "alice", "wrong", "Authentication failed: Invalid username or password"),
+    ("SCRAM-SHA-256", "alice", "wrong", "invalid credentials with SASL mechanism SCRAM-SHA-256"),
+    ("SCRAM-SHA-512", "mallory", "alice-secret", "invalid credentials with SASL mechanism SCRAM-SHA-512"),
+])
+def test_wrong_credentials_raise_from_poll_once_not_a_retry_loop(
+        sasl_ssl: EmbeddedCluster, certs: Certificates, caplog: pytest.LogCaptureFixture,
+        mechanism: str, user: str, password: str, message: str) -> None:
+    caplog.set_level(logging.DEBUG)
+    consumer = GroupConsumer("secure", bootstrap_servers=sasl_ssl.bootstrap_servers, group_id="refused",
+                             api_version=(4, 1), reconnect_backoff_ms=2000, reconnect_backoff_max_ms=2000,
+                             **{**gc_settings(certs, mechanism, password), "sasl_plain_username": user})
+    try:
+        started = time.monotonic()
+        with pytest.raises(SaslAuthenticationError, match=message) as raised:
+            consumer.poll(10_000)
+        assert time.monotonic() - started < 5  # the failure, not the poll timeout
+        assert raised.value.code == ErrorCode.SASL_AUTHENTICATION_FAILED
+
+        def failures() -> int:
+            return sum("failed authentication" in r.getMessage() for r in caplog.records)
+
+        seen = failures()
+        # no background retrying while nobody calls: the count of refusals stands still
+        assert holds_for(lambda: failures() == seen, 1.0)
+    finally:
+        consumer.close()
+    assert not any(password in r.getMessage() for r in caplog.records if password != "alice-secret")
+    assert not any("alice-secret" in r.getMessage() for r in caplog.records)
+
+
+def test_an_untrusted_certificate_is_a_tls_error(sasl_ssl: EmbeddedCluster, certs: Certificates) -> None:
+    consumer = GroupConsumer("secure", bootstrap_servers=sasl_ssl.bootstrap_servers, group_id="g", api_version=(4, 1),
+                             **{**gc_settings(certs, "PLAIN"), "ssl_cafile": str(certs.other_ca)})
+    try:
+        with pytest.raises(TlsError, match="does not verify"):
+            consumer.poll(10_000)
+    finally:
+        consumer.close()
+
+
+def test_client_certificates_when_the_listener_requires_them(certs: Certificates) -> None:
+    security = ListenerSecurity("SSL", ssl_certfile=str(certs.server), ssl_cafile=str(certs.ca),
+                                ssl_client_auth="required")
+    with cluster_with(security) as cluster:
+        cluster.create_topic("t", 1)
+        cluster.produce("t", [b"x"])
+        anonymous = GroupConsumer("t", bootstrap_servers=cluster.bootstrap_servers, group_id="g", api_version=(4, 1),
+                                  security_protocol="SSL", ssl_cafile=str(certs.ca), auto_offset_reset="earliest",
+                                  bootstrap_timeout_ms=3000)
+        try:
+            with pytest.raises(TlsError, match="client certificate"):
+                drain(lambda: [r.value for rs in anonymous.poll(200).values() for r in rs], 1, 5)
+        finally:
+            anonymous.close()
+        known = GroupConsumer("t", bootstrap_servers=cluster.bootstrap_servers, group_id="g", security_protocol="SSL",
+                              ssl_cafile=str(certs.ca), ssl_certfile=str(certs.client), auto_offset_reset="earliest")
+        try:
+            assert drain(lambda: [r.value for rs in known.poll(200).values() for r in rs], 1) == [b"x"]
+        finally:
+            known.close()
+
+
+def test_a_mechanism_the_listener_does_not_enable(certs: Certificates) -> None:
+    security = ListenerSecurity("SASL_PLAINTEXT", users=USERS, sasl_mechanisms=("SCRAM-SHA-512",))
+    with cluster_with(security) as cluster:
+        consumer = GroupConsumer(bootstrap_servers=cluster.bootstrap_servers, api_version=(4, 1),
+                                 security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                                 sasl_plain_username="alice", sasl_plain_password="alice-secret")
+        try:
+            with pytest.raises(SaslAuthenticationError, match="PLAIN is not enabled.*SCRAM-SHA-512") as raised:
+                consumer.topics()
+            assert raised.value.code == ErrorCode.UNSUPPORTED_SASL_MECHANISM
+        finally:
+            consumer.close()
+
+
+def test_a_sasl_client_on_a_plain_listener_is_told_so() -> None:
+    with cluster_with(ListenerSecurity()) as cluster:
+        consumer = GroupConsumer(bootstrap_servers=cluster.bootstrap_servers, api_version=(4, 1),
+                                 security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256",
+                                 sasl_plain_username="alice", sasl_plain_password="alice-secret")
+        try:
+            with pytest.raises(SaslAuthenticationError) as raised:
+                consumer.topics()
+            assert raised.value.code == ErrorCode.ILLEGAL_SASL_STATE
+        finally:
+            consumer.close()
+
+
+def test_nothing_is_served_before_authentication() -> None:
+    """Kafka's rules on the wire: a request other than ApiVersions or SaslHandshake before the
+    handshake closes the connection without an answer; during the exchange it is answered with
+    ILLEGAL_SASL_STATE, then the connection closes; the server goes on serving others."""
+    with cluster_with(ListenerSecurity("SASL_PLAINTEXT", users=USERS),
+                      connection_failed_authentication_delay_ms=0) as cluster:
+        metadata = MetadataRequest(version=12, topics=None, allow_auto_topic_creation=False,
+                                   include_topic_authorized_operations=False)
+        wire = WireClient(cluster.bootstrap_servers)
+        wire.request(ApiVersionsRequest(version=3, client_software_name="t", client_software_version="1"))
+        with pytest.raises(ConnectionError):
+            wire.request(metadata)
+        wire.close()
+        wire = WireClient(cluster.bootstrap_servers)
+        assert wire.request(SaslHandshakeRequest(version=1, mechanism="SCRAM-SHA-256")).error_code == 0
+        answer = wire.request(MetadataRequest(version=12, topics=None, allow_auto_topic_creation=False,
+                                              include_topic_authorized_operations=False))
+        assert answer.topics == [] or all(t.error_code == ErrorCode.ILLEGAL_SASL_STATE for t in answer.topics)
+        assert wait_until(wire.is_closed_by_server, 5)
+        wire.close()
+        wire = WireClient(cluster.bootstrap_servers)
+        handshake = wire.request(SaslHandshakeRequest(version=1, mechanism="GSSAPI"))
+        assert handshake.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM
+        assert set(handshake.mechanisms) == set(MECHANISMS)
+        assert wait_until(wire.is_closed_by_server, 5)
+        wire.close()
+
+
+def test_a_plain_client_on_a_tls_listener_gets_nowhere(certs: Certificates, tmp_path: Path) -> None:
+    with cluster_with(ListenerSecurity("SSL", ssl_certfile=str(certs.server))) as cluster:
+        wire = WireClient(cluster.bootstrap_servers, timeout_s=15)
+        wire.send_raw(b"\x00\x00\x00\x10" + b"\x00" * 16)
+        assert wait_until(wire.is_closed_by_server, 15)  # garbage to a TLS server: the handshake fails
+        wire.close()
