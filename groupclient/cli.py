@@ -36,6 +36,20 @@ def _parser() -> argparse.ArgumentParser:
                        help="offsets.topic.num.partitions (default 50)")
     coord.add_argument("--topic", action="append", type=topic, default=[], metavar="NAME[:PARTITIONS]",
                        help="create this topic at start if missing (repeatable; 1 partition by default)")
+    security = coord.add_argument_group("security (every listener)")
+    security.add_argument("--security-protocol", choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
+                          default="PLAINTEXT", help="what clients must use (default PLAINTEXT)")
+    security.add_argument("--ssl-certfile", default=None, metavar="PEM",
+                          help="the server's certificate chain (and its key, unless --ssl-keyfile)")
+    security.add_argument("--ssl-keyfile", default=None, metavar="PEM", help="the server's private key")
+    security.add_argument("--ssl-cafile", default=None, metavar="PEM", help="CA certificates for client certificates")
+    security.add_argument("--ssl-client-auth", choices=["none", "requested", "required"], default="none",
+                          help="ssl.client.auth (default none)")
+    security.add_argument("--sasl-mechanisms", default="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", metavar="LIST",
+                          help="enabled SASL mechanisms (default PLAIN,SCRAM-SHA-256,SCRAM-SHA-512)")
+    security.add_argument("--sasl-users-file", type=Path, default=None, metavar="FILE",
+                          help="SASL users, one NAME=PASSWORD a line (# comments); passwords are never taken "
+                               "on the command line, and are kept only as salted SCRAM credentials")
 
     demo = commands.add_parser("demo", parents=[common], help="run a consumer group on an embedded coordinator")
     demo.add_argument("--members", type=positive_int, default=3, help="consumers in the group (default 3)")
@@ -83,8 +97,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if args.port and args.port + args.nodes - 1 > 65535:
             parser.error(f"argument --port: ports {args.port}..{args.port + args.nodes - 1} go past 65535")
+        from .coordinator.security import ListenerSecurity, read_users_file
+
+        try:
+            users = read_users_file(args.sasl_users_file) if args.sasl_users_file else {}
+            listener = ListenerSecurity(args.security_protocol, ssl_certfile=args.ssl_certfile,
+                                        ssl_keyfile=args.ssl_keyfile, ssl_cafile=args.ssl_cafile,
+                                        ssl_client_auth=args.ssl_client_auth,
+                                        sasl_mechanisms=tuple(m for m in args.sasl_mechanisms.split(",") if m),
+                                        users=users)
+        except (OSError, ValueError) as exc:
+            parser.error(f"security: {exc}")
         config = CoordinatorConfig(group_initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
-                                   offsets_topic_partitions=args.offsets_partitions)
+                                   offsets_topic_partitions=args.offsets_partitions, security=listener)
         ports = [0 if args.port == 0 else args.port + i for i in range(args.nodes)]
         return run(config, args.host, ports, args.data_dir, args.topic)
     if args.command == "groups":

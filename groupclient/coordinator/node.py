@@ -68,7 +68,7 @@ class BrokerNode:
                                                   ssl_handshake_timeout=10.0 if tls else None)
         self.port = self._server.sockets[0].getsockname()[1]
         self.live = True
-        log.info("node %d listening on %s:%d", self.node_id, self.host, self.port)
+        log.info("node %d listening on %s:%d (%s)", self.node_id, self.host, self.port, security.protocol)
 
     async def stop(self, shutting_down: bool = False) -> None:
         """Stop serving.  ``shutting_down``: the whole cluster stops, so the groups here are

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hmac
 import ssl
 from collections.abc import Mapping
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,4 +117,19 @@ class ListenerSecurity:
 
 
 PLAINTEXT = ListenerSecurity()
+
+
+def read_users_file(path: str | Path) -> dict[str, str]:
+    """``NAME=PASSWORD`` lines (blank lines and ``#`` comments skipped); the password is
+    everything after the first ``=``.  A line without one is an error naming its number only."""
+    users: dict[str, str] = {}
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, sep, password = line.partition("=")
+        if not sep or not name.strip() or not password:
+            raise ValueError(f"{path}, line {number}: expected NAME=PASSWORD")
+        users[name.strip()] = password
+    return users
 

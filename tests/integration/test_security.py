@@ -220,3 +220,100 @@ def test_a_plain_client_on_a_tls_listener_gets_nowhere(certs: Certificates, tmp_
         wire.send_raw(b"\x00\x00\x00\x10" + b"\x00" * 16)
         assert wait_until(wire.is_closed_by_server, 15)  # garbage to a TLS server: the handshake fails
         wire.close()
+
+
+# -- Apache Kafka 4.1 with SASL_SSL (tests/kafka/broker.py) ---------------------------------------
+@pytest.mark.kafka
+def test_a_mixed_group_over_sasl_ssl_on_kafka(kafka_broker: Any) -> None:
+    """GroupConsumer (SCRAM-SHA-512), kafka-python (SCRAM-SHA-256) and confluent-kafka (PLAIN)
+    share one group on Kafka's SASL_SSL listener: every record is read, no partition twice."""
+    from collections import Counter
+
+    from confluent_kafka import Consumer
+    from kafka import KafkaConsumer
+
+    from tests.integration import external
+
+    topic, group = external.new_topic(kafka_broker.bootstrap, 6), f"sasl-{time.monotonic_ns()}"
+    counts: Counter[int] = Counter()
+    produced = external.produce(kafka_broker.bootstrap, topic, 120, 6, counts)
+    ca, bootstrap = str(kafka_broker.certificates.ca), kafka_broker.sasl_ssl_bootstrap
+    common = {"bootstrap_servers": bootstrap, "group_id": group, "auto_offset_reset": "earliest",
+              "security_protocol": "SASL_SSL", "ssl_cafile": ca, "session_timeout_ms": 10000,
+              "heartbeat_interval_ms": 1000}
+    gc = GroupConsumer(topic, sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="alice",
+                       sasl_plain_password="alice-secret", **common)
+    kp = KafkaConsumer(topic, sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="bob",
+                       sasl_plain_password="bob-secret", **common)
+    ck = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                   "security.protocol": "SASL_SSL", "ssl.ca.location": ca, "sasl.mechanisms": "PLAIN",
+                   "sasl.username": "alice", "sasl.password": "alice-secret", "session.timeout.ms": 10000})
+    ck.subscribe([topic])
+    seen: set[tuple[int, int]] = set()
+    try:
+        def one_round() -> bool:
+            seen.update((r.partition, r.offset) for rs in gc.poll(100).values() for r in rs)
+            seen.update((r.partition, r.offset) for rs in kp.poll(100).values() for r in rs)
+            seen.update((m.partition(), m.offset()) for m in ck.consume(100, 0.1) if not m.error())
+            owned = [{tp.partition for tp in gc.assignment()}, {tp.partition for tp in kp.assignment()},
+                     {tp.partition for tp in ck.assignment()}]
+            return seen >= produced and all(owned) and sorted(p for o in owned for p in o) == list(range(6))
+
+        assert wait_until(one_round, 90, interval_s=0), (len(seen), len(produced))
+    finally:
+        gc.close()
+        kp.close()
+        ck.close()
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_kafka_and_the_embedded_coordinator_refuse_alike(kafka_broker: Any, mechanism: str) -> None:
+    def refusal(bootstrap: str) -> tuple[int, str]:
+        consumer = GroupConsumer(bootstrap_servers=bootstrap, api_version=(4, 1), security_protocol="SASL_PLAINTEXT",
+                                 sasl_mechanism=mechanism, sasl_plain_username="alice", sasl_plain_password="nope")
+        try:
+            with pytest.raises(SaslAuthenticationError) as raised:
+                consumer.topics()
+            return int(raised.value.code), str(raised.value)
+        finally:
+            consumer.close()
+
+    with cluster_with(ListenerSecurity("SASL_PLAINTEXT", users=USERS)) as cluster:
+        ours = refusal(cluster.bootstrap_servers)
+    assert ours == refusal(kafka_broker.sasl_plaintext_bootstrap)
+
+
+def test_the_command_line_coordinator_takes_users_from_a_file(tmp_path: Path, certs: Certificates) -> None:
+    """``groupclient coordinator --security-protocol SASL_SSL --sasl-users-file F``: passwords come
+    from the file only, and neither its command line nor its log (at DEBUG) shows one."""
+    import os
+    import subprocess
+    import sys
+
+    users = tmp_path / "users"
+    users.write_text("# name=password\nalice=alice-secret\n\nbob=bob=secret\n")
+    cmd = [sys.executable, "-m", "groupclient.coordinator", "--port", "0", "--log-level", "DEBUG",
+           "--security-protocol", "SASL_SSL", "--ssl-certfile", str(certs.server), "--sasl-users-file", str(users)]
+    server = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        assert server.stdout is not None
+        bootstrap = server.stdout.readline().strip().removeprefix("bootstrap_servers=")
+        for user, password in (("alice", "alice-secret"), ("bob", "bob=secret")):
+            consumer = GroupConsumer(bootstrap_servers=bootstrap, security_protocol="SASL_SSL", ssl_cafile=str(certs.ca),
+                                     sasl_mechanism="SCRAM-SHA-256", sasl_plain_username=user,
+                                     sasl_plain_password=password)
+            try:
+                assert isinstance(consumer.topics(), set)
+            finally:
+                consumer.close()
+    finally:
+        server.terminate()
+        _, log = server.communicate(timeout=30)
+    assert "SASL_SSL" in log and "authenticated as 'bob'" in log
+    assert "alice-secret" not in log and "bob=secret" not in log and "alice-secret" not in " ".join(cmd)
+    bad = tmp_path / "bad-users"
+    bad.write_text("alice\n")
+    refused = subprocess.run([*cmd[:-1], str(bad)], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "line 1: expected NAME=PASSWORD" in refused.stderr

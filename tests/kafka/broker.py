@@ -23,6 +23,10 @@ from pathlib import Path
 from types import TracebackType
 
 from benchmarks.brokers import free_port, stop_process
+from groupclient.testing.certificates import Certificates, make_certificates
+
+# SASL users of the broker's SASL listeners (PLAIN from the JAAS line, SCRAM made at format time)
+USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 
 KAFKA_VERSION = os.environ.get("GROUPCLIENT_KAFKA_VERSION", "4.1.1")
 LOG4J_VERSION = "2.24.3"
@@ -89,7 +93,12 @@ class KafkaBroker:
         self.start_timeout_s = start_timeout_s
         self.port = free_port()
         self.controller_port = free_port()
+        # SASL listeners beside the plain one: PLAIN and SCRAM-SHA-256/512 for USERS, and TLS
+        # with certificates made at start (groupclient.testing.certificates)
+        self.sasl_plaintext_port = free_port()
+        self.sasl_ssl_port = free_port()
         self.workdir = Path(tempfile.mkdtemp(prefix="groupclient-kafka-"))
+        self.certificates: Certificates | None = None
         self.log_path = self.workdir / "broker.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.libs = fetch(version)
@@ -98,6 +107,14 @@ class KafkaBroker:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def sasl_plaintext_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.sasl_plaintext_port}"
+
+    @property
+    def sasl_ssl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.sasl_ssl_port}"
+
     def _java(self, *args: str) -> list[str]:
         return ["java", "-Xms256m", "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                 f"-Dlog4j2.configurationFile={home(self.version) / 'log4j2.xml'}",
@@ -105,13 +122,27 @@ class KafkaBroker:
 
     def _configure(self) -> Path:
         props = self.workdir / "server.properties"
+        self.certificates = make_certificates(self.workdir / "certs")
+        plain_users = " ".join(f'user_{name}="{password}"' for name, password in USERS.items())
+        jaas = []
+        for listener in ("sasl_plaintext", "sasl_ssl"):
+            jaas += [f"listener.name.{listener}.plain.sasl.jaas.config="
+                     f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};"]
+            jaas += [f"listener.name.{listener}.{m}.sasl.jaas.config="
+                     f"org.apache.kafka.common.security.scram.ScramLoginModule required;"
+                     for m in ("scram-sha-256", "scram-sha-512")]
         props.write_text("\n".join([
             "process.roles=broker,controller", "node.id=1",
             f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
-            f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+            f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port},"
+            f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_plaintext_port},SASL_SSL://127.0.0.1:{self.sasl_ssl_port}",
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port},"
+            f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_plaintext_port},SASL_SSL://127.0.0.1:{self.sasl_ssl_port}",
             "controller.listener.names=CONTROLLER", "inter.broker.listener.name=PLAINTEXT",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,"
+            "SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+            "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", *jaas,
+            "ssl.keystore.type=PEM", f"ssl.keystore.location={self.certificates.server}", "ssl.client.auth=none",
             f"log.dirs={self.workdir / 'data'}",
             "offsets.topic.replication.factor=1", "offsets.topic.num.partitions=10",
             "transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1",
@@ -125,8 +156,10 @@ class KafkaBroker:
         if not props.exists():
             props = self._configure()
             # "--cluster-id=ID": a random id may start with "-", which would read as an option
+            scram = [arg for name, password in USERS.items() for m in ("SCRAM-SHA-256", "SCRAM-SHA-512")
+                     for arg in ("--add-scram", f"{m}=[name={name},password={password}]")]
             subprocess.run(self._java("kafka.tools.StorageTool", "format", f"--cluster-id={_random_cluster_id()}",
-                                      "-c", str(props)), check=True, capture_output=True, timeout=120)
+                                      "-c", str(props), *scram), check=True, capture_output=True, timeout=120)
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(self._java("kafka.Kafka", str(props)), stdout=log, stderr=subprocess.STDOUT)
         self._wait_until_serving()
