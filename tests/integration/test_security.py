@@ -317,3 +317,69 @@ def test_the_command_line_coordinator_takes_users_from_a_file(tmp_path: Path, ce
     bad.write_text("alice\n")
     refused = subprocess.run([*cmd[:-1], str(bad)], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "line 1: expected NAME=PASSWORD" in refused.stderr
+
+
+def sasl_wire(bootstrap: str, user: str, password: str) -> WireClient:
+    """A raw connection authenticated with SASL/PLAIN as ``user``."""
+    from kafka.protocol.sasl import SaslAuthenticateRequest
+
+    from groupclient.protocol.sasl import plain_message
+
+    wire = WireClient(bootstrap)
+    assert wire.request(SaslHandshakeRequest(version=1, mechanism="PLAIN")).error_code == 0
+    assert wire.request(SaslAuthenticateRequest(version=2, auth_bytes=plain_message(user, password))).error_code == 0
+    return wire
+
+
+def test_one_user_cannot_act_for_another_users_member() -> None:
+    """alice's member id shows in DescribeGroups; bob, also allowed in, names it in Heartbeat,
+    SyncGroup, OffsetCommit, LeaveGroup and JoinGroup: each is refused with UNKNOWN_MEMBER_ID,
+    and alice's member keeps its partitions through all of it (no rebalance)."""
+    from kafka.protocol.consumer.group import (
+        HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, OffsetCommitRequest, SyncGroupRequest,
+    )
+
+    with cluster_with(ListenerSecurity("SASL_PLAINTEXT", users=USERS)) as cluster:
+        cluster.create_topic("owned", 2)
+        alice = GroupConsumer("owned", bootstrap_servers=cluster.bootstrap_servers, group_id="g",
+                              security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256",
+                              sasl_plain_username="alice", sasl_plain_password="alice-secret")
+        try:
+            assert wait_until(lambda: (alice.poll(100) is not None) and len(alice.assignment()) == 2, 30)
+            described = cluster.describe_group("g")
+            assert described is not None
+            member_id, generation = next(iter(described["members"])), described["generation"]
+            OCT = OffsetCommitRequest.OffsetCommitRequestTopic
+            OCP = OCT.OffsetCommitRequestPartition
+            requests = {
+                "heartbeat": (HeartbeatRequest(version=4, group_id="g", generation_id=generation, member_id=member_id,
+                                               group_instance_id=None), lambda r: r.error_code),
+                "sync": (SyncGroupRequest(version=5, group_id="g", generation_id=generation, member_id=member_id,
+                                          group_instance_id=None, protocol_type="consumer", protocol_name="range",
+                                          assignments=[]), lambda r: r.error_code),
+                "commit": (OffsetCommitRequest(version=8, group_id="g", generation_id_or_member_epoch=generation,
+                                               member_id=member_id, group_instance_id=None, topics=[OCT(
+                                                   name="owned", partitions=[OCP(partition_index=0, committed_offset=99,
+                                                                                 committed_leader_epoch=-1,
+                                                                                 committed_metadata="")])]),
+                           lambda r: r.topics[0].partitions[0].error_code),
+                "leave": (LeaveGroupRequest(version=5, group_id="g", members=[LeaveGroupRequest.MemberIdentity(
+                    member_id=member_id, group_instance_id=None, reason="bob")]), lambda r: r.members[0].error_code),
+                "join": (JoinGroupRequest(version=9, group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=10000,
+                                          member_id=member_id, group_instance_id=None, protocol_type="consumer",
+                                          protocols=[JoinGroupRequest.JoinGroupRequestProtocol(
+                                              name="range", metadata=b"")], reason="bob"), lambda r: r.error_code),
+            }
+            bob = sasl_wire(cluster.bootstrap_servers, "bob", "bob-secret")
+            for name, (request, code) in requests.items():
+                assert code(bob.request(request)) == ErrorCode.UNKNOWN_MEMBER_ID, name
+            bob.close()
+            alice_wire = sasl_wire(cluster.bootstrap_servers, "alice", "alice-secret")  # the same user may
+            assert alice_wire.request(requests["heartbeat"][0]).error_code == ErrorCode.NONE
+            alice_wire.close()
+            after = cluster.describe_group("g")
+            assert after is not None and after["generation"] == generation and list(after["members"]) == [member_id]
+            assert cluster.committed_offsets("g") == {}
+            assert holds_for(lambda: (alice.poll(50) is not None) and len(alice.assignment()) == 2, 1.0)
+        finally:
+            alice.close()

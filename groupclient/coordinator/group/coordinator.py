@@ -247,7 +247,7 @@ class GroupCoordinator:
                                   now: int, callback: JoinCallback) -> None:
         member = Member(member_id, req.group_instance_id, req.client_id, req.client_host,
                         req.rebalance_timeout_ms, req.session_timeout_ms, req.protocol_type,
-                        list(req.protocols), join_callback=callback, is_new=True)
+                        list(req.protocols), join_callback=callback, is_new=True, principal=req.principal)
         if group.is_in(S.PREPARING_REBALANCE) and group.generation_id == 0:
             group.new_member_added = True
         group.add(member)

@@ -63,6 +63,9 @@ class Member:
     is_new: bool = False
     # Set by a heartbeat (or any proof of life) and cleared when the next expiry is armed.
     heartbeat_satisfied: bool = False
+    # the SASL user that created the member (None on a listener without SASL): only that user
+    # may act for this member id (handlers/context.py, foreign_member)
+    principal: str | None = None
 
     @property
     def is_static(self) -> bool:

@@ -19,6 +19,7 @@ class JoinRequest:
     require_known_member_id: bool = True  # JoinGroup v4+
     supports_skip_assignment: bool = False  # JoinGroup v9+
     reason: str | None = None
+    principal: str | None = None  # the SASL user sending it
 
 
 @dataclass(frozen=True)

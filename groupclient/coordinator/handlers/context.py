@@ -35,6 +35,26 @@ class RequestContext:
     def wall_ms(self) -> int:
         return self.core.clock.wall_ms()
 
+    def foreign_member(self, group_id: str, member_id: str | None, instance_id: str | None = None) -> ErrorCode:
+        """On a SASL listener a member id, and a static member's instance id, belong to the user
+        whose JoinGroup created them; a request from another user that names them is refused:
+        UNKNOWN_MEMBER_ID for a member id (it then joins as itself), FENCED_INSTANCE_ID for an
+        instance id.  Kafka has no such rule (member ids show in DescribeGroups, and any user
+        allowed into the group may send LeaveGroup or OffsetCommit for them)."""
+        if self.principal is None:
+            return ErrorCode.NONE
+        group = self.node.coordinator.groups.get(group_id)
+        if group is None:
+            return ErrorCode.NONE
+        owner_id = group.static_members.get(instance_id) if instance_id else None
+        owner = group.members.get(owner_id) if owner_id else None
+        if owner is not None and owner.principal not in (None, self.principal):
+            return ErrorCode.FENCED_INSTANCE_ID
+        member = group.members.get(member_id) if member_id else None
+        if member is not None and member.principal not in (None, self.principal):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE
+
     def led_partition(self, topic: str, partition: int) -> tuple[ErrorCode, PartitionLog | None]:
         """The partition's log if it exists and this node leads it, else the error to answer."""
         log = self.core.topics.partition(topic, partition)

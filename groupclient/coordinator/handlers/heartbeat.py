@@ -12,6 +12,8 @@ from .context import Handler, RequestContext
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
     instance_id = req.group_instance_id if ctx.api_version >= 3 else None
+    if refused := ctx.foreign_member(req.group_id, req.member_id, instance_id):
+        return error_response(req, refused)
     error = ctx.node.coordinator.heartbeat(req.group_id, req.member_id, instance_id, req.generation_id, ctx.now)
     ctx.node.kick_timers()
     return error_response(req, error)

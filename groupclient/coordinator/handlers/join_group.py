@@ -44,7 +44,10 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         require_known_member_id=version >= 4,
         supports_skip_assignment=version >= 9,
         reason=req.reason if version >= 8 else None,
+        principal=ctx.principal,
     )
+    if refused := ctx.foreign_member(join.group_id, join.member_id, join.group_instance_id):
+        return error_response(req, refused)
     result: JoinResult = await ctx.answer_from(lambda deliver: ctx.node.coordinator.join_group(join, ctx.now, deliver))
     return _response(version, result)
 

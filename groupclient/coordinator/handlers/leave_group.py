@@ -18,7 +18,13 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     else:
         leaving = [LeavingMember(m.member_id or "", m.group_instance_id,
                                  m.reason if version >= 5 else None) for m in req.members]
-    top, results = ctx.node.coordinator.leave_group(req.group_id, leaving, ctx.now)
+    # members another SASL user created are refused one by one; the rest leave
+    foreign = {i: code for i, m in enumerate(leaving)
+               if (code := ctx.foreign_member(req.group_id, m.member_id, m.group_instance_id))}
+    top, done = ctx.node.coordinator.leave_group(req.group_id, [m for i, m in enumerate(leaving) if i not in foreign],
+                                                 ctx.now)
+    answered = iter(done)
+    results = [] if top else [(m, foreign[i]) if i in foreign else next(answered) for i, m in enumerate(leaving)]
     ctx.node.kick_timers()
     if version < 3:
         error = top if top else (results[0][1] if results else ErrorCode.NONE)

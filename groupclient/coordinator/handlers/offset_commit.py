@@ -34,6 +34,8 @@ def _offsets(req: Any) -> list[OffsetToCommit]:
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
     instance_id = req.group_instance_id if ctx.api_version >= 7 else None
+    if refused := ctx.foreign_member(req.group_id, req.member_id, instance_id):
+        return error_response(req, refused)
     codes = commit_offsets(ctx.node.coordinator, req.group_id, req.generation_id_or_member_epoch,
                            req.member_id, instance_id, _offsets(req), ctx.wall_ms, ctx.now)
     ctx.node.kick_timers()

@@ -31,6 +31,8 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         protocol_name=req.protocol_name if version >= 5 else None,
         assignments={a.member_id: bytes(a.assignment) for a in (req.assignments or [])},
     )
+    if refused := ctx.foreign_member(sync.group_id, sync.member_id, sync.group_instance_id):
+        return error_response(req, refused)
     result: SyncResult = await ctx.answer_from(lambda deliver: ctx.node.coordinator.sync_group(sync, ctx.now, deliver))
     return _response(version, result)
 
