@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -351,7 +351,7 @@ def test_one_user_cannot_act_for_another_users_member() -> None:
             member_id, generation = next(iter(described["members"])), described["generation"]
             OCT = OffsetCommitRequest.OffsetCommitRequestTopic
             OCP = OCT.OffsetCommitRequestPartition
-            requests = {
+            requests: dict[str, tuple[Any, Callable[[Any], int]]] = {
                 "heartbeat": (HeartbeatRequest(version=4, group_id="g", generation_id=generation, member_id=member_id,
                                                group_instance_id=None), lambda r: r.error_code),
                 "sync": (SyncGroupRequest(version=5, group_id="g", generation_id=generation, member_id=member_id,
