@@ -15,6 +15,7 @@ from ..clock import Clock, SystemClock
 from .config import CoordinatorConfig
 from .core import ClusterCore, Record
 from .faults import FaultRule
+from .memory_pool import PoolStats
 from .placement import offsets_partition_for
 
 T = TypeVar("T")
@@ -140,6 +141,11 @@ class EmbeddedCluster:
         ``max_open_log_files``; 0 without a data dir)."""
         return self._call(lambda core: {"topics": len(core.topics.topics), "partitions": core.topics.partition_count,
                                         "open_log_files": core.topics.open_files()})
+
+    def request_memory_stats(self) -> PoolStats:
+        """The budget for request bytes (``queued_max_request_bytes``): in use now, the peak,
+        and the requests waiting for room."""
+        return self._call(lambda core: core.request_memory.stats())
 
     def coordinator_of(self, group_id: str) -> int | None:
         def find(core: ClusterCore) -> int | None:

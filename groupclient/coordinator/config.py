@@ -21,6 +21,11 @@ class CoordinatorConfig:
     default_partitions: int = 1  # num.partitions
     max_request_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes
     max_message_bytes: int = 1_048_588  # message.max.bytes
+    # bytes of requests being read and handled at once, over every connection of the process: a
+    # connection whose next request does not fit waits before reading it (Kafka's default is no
+    # limit; one request more than what is left is still let in, so the peak stays below this
+    # plus max_request_bytes)
+    queued_max_request_bytes: int = 100 * 1024 * 1024  # queued.max.request.bytes
     fsync: bool = False  # fsync each append (a process crash loses nothing either way)
     # offsets of an Empty group expire this long after it became Empty (KIP-211); offsets of a
     # group without a protocol type (simple commits) this long after their commit
@@ -59,7 +64,7 @@ class CoordinatorConfig:
         if self.connection_failed_authentication_delay_ms < 0:
             raise ValueError("connection_failed_authentication_delay_ms must not be negative")
         for name in ("offsets_retention_minutes", "offsets_retention_check_interval_ms",
-                     "connections_max_idle_ms", "max_connections", "max_connections_per_ip",
+                     "connections_max_idle_ms", "max_connections", "queued_max_request_bytes", "max_connections_per_ip",
                      "max_partitions_per_request", "max_partitions", "max_open_log_files"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")

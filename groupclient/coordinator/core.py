@@ -14,6 +14,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from ..clock import Clock
 from .config import CoordinatorConfig
 from .faults import FaultInjector
+from .memory_pool import RequestMemoryPool
 from .node import BrokerNode
 from .placement import elect_leader, offsets_partition_for
 from .runtime import AsyncioRuntime, ServerRuntime, Waiter
@@ -50,6 +51,7 @@ class ClusterCore:
         self.topics = TopicStore(data_dir, config.fsync, config.max_open_log_files)
         self.group_store = GroupStore(data_dir, config.fsync)
         self.faults = FaultInjector()
+        self.request_memory = RequestMemoryPool(config.queued_max_request_bytes)
         self.nodes: dict[int, BrokerNode] = {
             node_id: BrokerNode(self, node_id, host, port) for node_id, (host, port) in enumerate(node_addresses)
         }

@@ -138,9 +138,15 @@ class BrokerNode:
                 prefix = await reader.readexactly(SIZE_BYTES)
                 # before authentication a frame is held to Kafka's sasl.server.max.receive.size
                 limit = config.max_request_bytes if session is None or session.complete else _SASL_MAX_RECEIVE
-                payload = await reader.readexactly(frame_size(prefix, limit))
-                idle.request_started()
-                answer = await self._dispatch(payload, client_host, session)
+                size = frame_size(prefix, limit)
+                # the frame is read only once the process-wide budget has room for it
+                grant = await self.core.request_memory.acquire(size)
+                try:
+                    payload = await reader.readexactly(size)
+                    idle.request_started()
+                    answer = await self._dispatch(payload, client_host, session, grant.release)
+                finally:
+                    grant.release()
                 if answer is not None:
                     writer.write(answer)
                     await writer.drain()
@@ -172,7 +178,10 @@ class BrokerNode:
         in-memory connections."""
         return await self._dispatch(payload, client_host)
 
-    async def _dispatch(self, payload: bytes, client_host: str, session: SaslSession | None = None) -> bytes | None:
+    async def _dispatch(self, payload: bytes, client_host: str, session: SaslSession | None = None,
+                        decoded: Callable[[], None] | None = None) -> bytes | None:
+        """``decoded`` is called once the frame's bytes are no longer needed: after decoding,
+        except for Produce, whose records are kept until appended (as Kafka keeps the buffer)."""
         fixed = peek_header(payload)
         try:
             key = ApiKey(fixed.api_key)
@@ -195,6 +204,8 @@ class BrokerNode:
             request = spec.request.decode(payload, version=version, header=True)
         except Exception as exc:
             raise FrameError(f"malformed {key.name} v{version} request: {exc!r}") from None
+        if decoded is not None and key is not ApiKey.PRODUCE:
+            decoded()
         handler = HANDLERS[key]
         if gate is Gate.REFUSE:
             raise CloseAfter(self._encode(handler.error_response(request, ErrorCode.ILLEGAL_SASL_STATE),
