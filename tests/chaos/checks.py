@@ -1,0 +1,208 @@
+"""The invariants of a chaos run, judged from the members' event logs afterwards.
+
+Times are CLOCK_MONOTONIC seconds, the same clock in every process, so events of different
+members can be ordered.  A member *owns* a partition from its ``assigned`` event to its
+``revoked`` / ``lost`` event (or its death).  A member frozen past its timeout (SIGSTOP past
+the session timeout, or a stall in its own code past max_poll_interval_ms) is not live from
+the instant it froze: the group may move on without it then, and that is not double
+ownership; what it must do is let go of those partitions when it runs again, before it
+returns a single record of them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from .harness import ChaosRun, Incarnation
+
+
+@dataclass
+class Interval:
+    member: str
+    partition: int
+    start: float
+    end: float
+
+
+@dataclass
+class Verdict:
+    violations: list[str] = field(default_factory=list)
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    def fail(self, what: str) -> None:
+        if len(self.violations) < 50:
+            self.violations.append(what)
+
+
+def frozen_windows(member: Incarnation, run: ChaosRun) -> list[tuple[float, float]]:
+    """When the member could not act, longer than the timeout that lets the group go on without it."""
+    s = run.settings
+    windows = [(a, b) for a, b in member.paused if b - a > s.session_ms / 1000]
+    started: float | None = None
+    for event in member.snapshot():
+        if event["e"] == "stall":
+            started = event["t"]
+        elif event["e"] == "stalled" and started is not None:
+            if event["t"] - started > s.max_poll_interval_ms / 1000:
+                windows.append((started, event["t"]))
+            started = None
+    return sorted(windows)
+
+
+def ownership(member: Incarnation, run: ChaosRun) -> list[Interval]:
+    """Intervals of ownership, cut at the start of a frozen window."""
+    end_of_life = member.killed_at or member.ended_at or float("inf")
+    windows = frozen_windows(member, run)
+    open_at: dict[int, float] = {}
+    intervals: list[Interval] = []
+
+    def close(p: int, t: float) -> None:
+        start = open_at.pop(p)
+        cut = min([t, *(a for a, b in windows if start <= a < t)])
+        intervals.append(Interval(member.name, p, start, cut))
+
+    for event in member.snapshot():
+        if event["e"] == "assigned":
+            for p in event["p"]:
+                open_at.setdefault(p, event["t"])
+        elif event["e"] in ("revoked", "lost"):
+            for p in event["p"]:
+                if p in open_at:
+                    close(p, event["t"])
+    for p in list(open_at):
+        close(p, end_of_life)
+    return intervals
+
+
+def check_run(run: ChaosRun) -> Verdict:
+    verdict = Verdict()
+    members = run.incarnations()
+    s = run.settings
+    _no_two_owners(members, run, verdict)
+    _frozen_members_let_go(members, run, verdict)
+    processed = _every_record_processed(members, run, verdict)
+    _commits(members, processed, verdict)
+    for member in members:
+        for event in member.snapshot():
+            if event["e"] == "error":
+                verdict.fail(f"{member.name} failed: {event}")
+        code = member.proc.returncode
+        if member.killed_at is None and code not in (0, None):
+            verdict.fail(f"{member.name} exited with {code} (see {member.stderr_path})")
+    slow = [e for e in run.episodes if (e.convergence_s or 0) > s.convergence_bound_s]
+    for episode in slow:
+        verdict.fail(f"converged {episode.convergence_s:.2f} s after {episode.detail} healed "
+                     f"(bound {s.convergence_bound_s:.0f} s)")
+    convergence = [e.convergence_s for e in run.episodes if e.convergence_s is not None]
+    verdict.figures.update({
+        "seed": s.seed, "seconds": s.seconds, "strategy": s.strategy, "episodes": len(run.episodes),
+        "faults": run.faults_by_kind(), "rebalances": run.generations[1] - run.generations[0],
+        "max_convergence_s": round(max(convergence, default=0.0), 2),
+        "mean_convergence_s": round(sum(convergence) / len(convergence), 2) if convergence else 0.0,
+        "member_processes": len(members), "overlaps": sum("owned by" in v for v in verdict.violations),
+        "violations": len(verdict.violations),
+    })
+    return verdict
+
+
+def _no_two_owners(members: list[Incarnation], run: ChaosRun, verdict: Verdict) -> None:
+    by_partition: dict[int, list[Interval]] = defaultdict(list)
+    for member in members:
+        for interval in ownership(member, run):
+            by_partition[interval.partition].append(interval)
+    for p, intervals in sorted(by_partition.items()):
+        intervals.sort(key=lambda i: i.start)
+        latest: Interval | None = None
+        for interval in intervals:
+            if latest is not None and interval.start < latest.end and interval.member != latest.member:
+                verdict.fail(f"partition {p} owned by {latest.member} ({latest.start:.3f}..{latest.end:.3f}) "
+                             f"and {interval.member} ({interval.start:.3f}..{interval.end:.3f}) at once")
+            if latest is None or interval.end > latest.end:
+                latest = interval
+
+
+def _frozen_members_let_go(members: list[Incarnation], run: ChaosRun, verdict: Verdict) -> None:
+    """After a frozen window, no poll begun later returns records of what it owned before
+    the window until it is assigned them again, and it reports them lost first."""
+    for member in members:
+        events = member.snapshot()
+        for frozen_at, resumed_at in frozen_windows(member, run):
+            owned: set[int] = set()
+            for event in events:
+                if event["t"] >= frozen_at:
+                    break
+                if event["e"] == "assigned":
+                    owned |= set(event["p"])
+                elif event["e"] in ("revoked", "lost"):
+                    owned -= set(event["p"])
+            held, reported = set(owned), False
+            for event in events:
+                if event["t"] < resumed_at:
+                    continue
+                if event["e"] == "lost" and set(event["p"]) & owned:
+                    reported = True
+                elif event["e"] == "assigned":
+                    held -= set(event["p"])
+                elif event["e"] == "poll" and event["t0"] >= resumed_at and not reported:
+                    stale = {r[0] for r in event["r"]} & held
+                    if stale:
+                        verdict.fail(f"{member.name} resumed at {resumed_at:.3f} and returned records of "
+                                     f"partitions {sorted(stale)} it had owned before freezing at {frozen_at:.3f}")
+                        held -= stale  # one report per freeze
+            if owned and not reported and (member.killed_at is None or member.killed_at > resumed_at + 5):
+                verdict.fail(f"{member.name} never reported partitions {sorted(owned)} lost after "
+                             f"freezing {frozen_at:.3f}..{resumed_at:.3f}")
+
+
+def _every_record_processed(members: list[Incarnation], run: ChaosRun, verdict: Verdict) -> Counter[tuple[int, int]]:
+    processed: Counter[tuple[int, int]] = Counter()
+    for member in members:
+        for event in member.snapshot():
+            if event["e"] != "poll":
+                continue
+            for p, first, last, n in event["r"]:
+                if n != last - first + 1:
+                    verdict.fail(f"{member.name} got a batch of partition {p} with gaps: {first}..{last} in {n}")
+                processed.update((p, o) for o in range(first, last + 1))
+    end = run.cluster_end_offsets
+    missing = [(p, o) for p, e in end.items() for o in range(e) if (p, o) not in processed]
+    if missing:
+        verdict.fail(f"{len(missing)} records never processed, e.g. {missing[:10]}")
+    verdict.figures["records_produced"] = sum(end.values())
+    verdict.figures["records_processed"] = sum(processed.values())
+    verdict.figures["duplicates"] = sum(n - 1 for n in processed.values())
+    verdict.figures["lost"] = len(missing)
+    return processed
+
+
+def _commits(members: list[Incarnation], processed: Counter[tuple[int, int]], verdict: Verdict) -> None:
+    """Acknowledged commits never go backwards, and each new owner starts at the last one:
+    a record is processed again only past the committed offset (the uncommitted window)."""
+    acked: dict[int, list[tuple[float, int, str]]] = defaultdict(list)
+    starts: list[tuple[str, int, float, int]] = []  # member, partition, assigned at, first offset polled
+    for member in members:
+        assigned_at: dict[int, float] = {}
+        for event in member.snapshot():
+            if event["e"] == "commit" and event["ok"]:
+                for p, offset in event["o"].items():
+                    acked[int(p)].append((event["t"], offset, member.name))
+            elif event["e"] == "assigned":
+                for p in event["p"]:
+                    assigned_at[p] = event["t"]
+            elif event["e"] == "poll":
+                for p, first, _, _ in event["r"]:
+                    if p in assigned_at:
+                        starts.append((member.name, p, assigned_at.pop(p), first))
+    for p, commits in acked.items():
+        commits.sort()
+        for (t1, o1, m1), (t2, o2, m2) in zip(commits, commits[1:]):
+            if o2 < o1:
+                verdict.fail(f"partition {p}: commit went back from {o1} ({m1} at {t1:.3f}) to {o2} ({m2} at {t2:.3f})")
+    verdict.figures["commits"] = sum(len(c) for c in acked.values())
+    for name, p, at, first in starts:
+        before = [o for t, o, _ in acked.get(p, []) if t < at]
+        if before and first < max(before):
+            verdict.fail(f"{name} started partition {p} at {first}, behind the commit of {max(before)} "
+                         f"acknowledged before it was assigned (at {at:.3f})")

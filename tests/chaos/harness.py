@@ -1,0 +1,360 @@
+"""The chaos run: six GroupConsumer members in their own processes, a three-node embedded
+cluster in this one, records produced all along, and a seeded schedule of faults.
+
+Faults come in episodes, one after another: a fault (sometimes two at once), its healing,
+then the wait until the group is whole again, which gives the convergence figure of that
+episode.  The seed fixes the schedule (which faults, on whom, for how long, in which order);
+the processes' own timing is the machine's, so a failing seed replays the same schedule.
+What the members did is judged afterwards from their event logs (see checks.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from groupclient.coordinator import EmbeddedCluster
+from groupclient.coordinator.faults import FaultKind, FaultRule
+from groupclient.protocol.apis import ApiKey
+from groupclient.protocol.errors import ErrorCode
+
+MEMBER_SCRIPT = Path(__file__).resolve().parent / "member.py"
+TOPIC = "chaos"
+GROUP = "chaos-group"
+
+# errors a coordinator really answers these requests with, all of which a member must survive
+_FAILURES = {
+    ApiKey.JOIN_GROUP: [ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+                        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS],
+    ApiKey.SYNC_GROUP: [ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+                        ErrorCode.REBALANCE_IN_PROGRESS],
+    ApiKey.HEARTBEAT: [ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+                       ErrorCode.REBALANCE_IN_PROGRESS],
+    ApiKey.OFFSET_COMMIT: [ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+                           ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.REQUEST_TIMED_OUT],
+}
+_DROPPED = [ApiKey.FETCH, ApiKey.METADATA, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT,
+            ApiKey.OFFSET_COMMIT]
+_DELAYED = [ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT]
+# how often each fault is drawn
+FAULT_WEIGHTS = {"kill_member": 3, "pause_member": 2, "stall_member": 2, "restart_node": 2,
+                 "drop_connection": 2, "delay_request": 2, "fail_request": 2}
+
+
+@dataclass(frozen=True)
+class ChaosSettings:
+    seed: int
+    seconds: float
+    members: int = 6
+    nodes: int = 3
+    partitions: int = 12
+    session_ms: int = 3000
+    max_poll_interval_ms: int = 6000
+    strategy: str = "range"
+    produce_every_s: float = 0.1  # a record to every partition this often
+    kinds: tuple[str, ...] = tuple(sorted(FAULT_WEIGHTS))  # the faults drawn from
+
+    @property
+    def convergence_bound_s(self) -> float:
+        """The issue's bound: stable within session + rebalance timeout after a fault heals."""
+        return (self.session_ms + self.max_poll_interval_ms) / 1000
+
+
+class Incarnation:
+    """One member process; a reader thread keeps its events."""
+
+    def __init__(self, slot: int, number: int, settings: ChaosSettings, bootstrap: str, log_dir: Path) -> None:
+        self.name = f"m{slot}.{number}"
+        self.slot = slot
+        self.stderr_path = log_dir / f"{self.name}.stderr"
+        cmd = [sys.executable, str(MEMBER_SCRIPT), "--bootstrap", bootstrap, "--group", GROUP, "--topic", TOPIC,
+               "--strategy", settings.strategy, "--client-id", self.name, "--session-ms", str(settings.session_ms),
+               "--max-poll-interval-ms", str(settings.max_poll_interval_ms),
+               "--stall-ms", str(settings.max_poll_interval_ms + 1000)]
+        self._stderr = open(self.stderr_path, "w")
+        self.started_at = time.monotonic()
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+        self.events: list[dict[str, Any]] = []
+        self.killed_at: float | None = None
+        self.ended_at: float | None = None
+        self.paused: list[tuple[float, float]] = []  # SIGSTOP .. SIGCONT
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, name=f"read-{self.name}", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self._lock:
+                self.events.append(event)
+        with self._lock:
+            self.ended_at = time.monotonic()
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.events)
+
+    def owned(self) -> set[int]:
+        owned: set[int] = set()
+        for event in self.snapshot():
+            if event["e"] == "assigned":
+                owned |= set(event["p"])
+            elif event["e"] in ("revoked", "lost"):
+                owned -= set(event["p"])
+        return owned
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.running():
+            self.killed_at = time.monotonic()
+            self.proc.kill()
+        self.proc.wait(10)
+
+    def close(self, timeout_s: float = 20.0) -> None:
+        if self.running():
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._reader.join(10)
+        self._stderr.close()
+
+
+@dataclass
+class Episode:
+    kinds: list[str]
+    detail: list[str]
+    started: float
+    healed: float = 0.0
+    converged: float | None = None
+
+    @property
+    def convergence_s(self) -> float | None:
+        return None if self.converged is None else max(0.0, self.converged - self.healed)
+
+
+@dataclass
+class ChaosRun:
+    settings: ChaosSettings
+    log_dir: Path
+    rng: random.Random = field(init=False)
+    cluster: EmbeddedCluster = field(init=False)
+    slots: list[Incarnation] = field(default_factory=list)
+    gone: list[Incarnation] = field(default_factory=list)  # earlier incarnations
+    episodes: list[Episode] = field(default_factory=list)
+    produced: int = 0
+    cluster_end_offsets: dict[int, int] = field(default_factory=dict)
+    generations: tuple[int, int] = (0, 0)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.settings.seed)
+        self._stop_producing = threading.Event()
+
+    # -- the whole run -------------------------------------------------------------------
+    def run(self) -> None:
+        s = self.settings
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.cluster = EmbeddedCluster(nodes=s.nodes, group_initial_rebalance_delay_ms=0,
+                                       group_min_session_timeout_ms=1000)
+        self.cluster.start()
+        producer = threading.Thread(target=self._produce, name="chaos-producer", daemon=True)
+        try:
+            self.cluster.create_topic(TOPIC, s.partitions)
+            producer.start()
+            self.slots = [Incarnation(i, 0, s, self.cluster.bootstrap_servers, self.log_dir) for i in range(s.members)]
+            if not self._wait_converged(60):
+                raise AssertionError(f"seed {s.seed}: the group never formed: {self._state()}")
+            self.generations = (self._generation(), 0)
+            deadline = time.monotonic() + s.seconds
+            while time.monotonic() < deadline:
+                self._episode()
+                time.sleep(self.rng.uniform(0.2, 1.5))  # real time: the members run in real time
+            self._finish(producer)
+        finally:
+            self._stop_producing.set()
+            for member in [*self.slots, *self.gone]:
+                member.close()
+            self.cluster.stop()
+
+    def _finish(self, producer: threading.Thread) -> None:
+        self.cluster.clear_faults()
+        self._stop_producing.set()
+        producer.join(10)
+        self.generations = (self.generations[0], self._generation())
+        end = self.cluster_end_offsets = self.cluster.end_offsets(TOPIC)
+        if not self.cluster.wait_until(lambda: self._committed() == end, 90, interval_s=0.2):
+            raise AssertionError(f"seed {self.settings.seed}: commits never reached the end offsets: "
+                                 f"committed {self._committed()}, end {end}")
+
+    # -- episodes ------------------------------------------------------------------------
+    def _episode(self) -> None:
+        kinds = [self._draw()]
+        if kinds[0] in ("drop_connection", "delay_request", "fail_request") and self.rng.random() < 0.5 \
+                and "kill_member" in self.settings.kinds:
+            kinds.append("kill_member")  # a rebalance, so that group requests are under way
+        episode = Episode(kinds, [], time.monotonic())
+        healers = [getattr(self, f"_{kind}")(episode) for kind in kinds]
+        for heal in healers:
+            heal()
+        episode.healed = time.monotonic()
+        self.episodes.append(episode)
+        bound = self.settings.convergence_bound_s
+        if self._wait_converged(bound + 30):
+            episode.converged = self._converged_at
+        else:
+            raise AssertionError(f"seed {self.settings.seed}: no convergence within {bound + 30:.0f} s "
+                                 f"after {episode}: {self._state()}")
+
+    def _draw(self) -> str:
+        kinds = list(self.settings.kinds)
+        return self.rng.choices(kinds, weights=[FAULT_WEIGHTS[k] for k in kinds])[0]
+
+    def _member(self) -> Incarnation:
+        return self.slots[self.rng.randrange(len(self.slots))]
+
+    def _kill_member(self, episode: Episode) -> Any:
+        victim, wait = self._member(), self.rng.uniform(0.0, 1.0)
+        episode.detail.append(f"SIGKILL {victim.name}, restart {wait:.2f} s later")
+        victim.kill()
+
+        def heal() -> None:
+            time.sleep(wait)
+            self.gone.append(victim)
+            self.slots[victim.slot] = Incarnation(victim.slot, len(self.gone), self.settings,
+                                                  self.cluster.bootstrap_servers, self.log_dir)
+        return heal
+
+    def _pause_member(self, episode: Episode) -> Any:
+        victim = self._member()
+        hold = self.settings.session_ms / 1000 + self.rng.uniform(0.5, 2.0)
+        episode.detail.append(f"SIGSTOP {victim.name} for {hold:.2f} s")
+        stopped = time.monotonic()
+        victim.proc.send_signal(signal.SIGSTOP)
+
+        def heal() -> None:
+            time.sleep(max(0.0, stopped + hold - time.monotonic()))
+            victim.proc.send_signal(signal.SIGCONT)
+            victim.paused.append((stopped, time.monotonic()))
+        return heal
+
+    def _stall_member(self, episode: Episode) -> Any:
+        victim = self._member()
+        episode.detail.append(f"{victim.name} stalls past max_poll_interval_ms")
+        seen = len(victim.snapshot())
+        victim.proc.send_signal(signal.SIGUSR1)
+
+        def heal() -> None:
+            stall_s = (self.settings.max_poll_interval_ms + 1000) / 1000
+            if not wait_for(lambda: any(e["e"] == "stalled" for e in victim.snapshot()[seen:]), stall_s + 30):
+                raise AssertionError(f"seed {self.settings.seed}: {victim.name} never came back from its stall")
+        return heal
+
+    def _restart_node(self, episode: Episode) -> Any:
+        node, down = self.rng.randrange(self.settings.nodes), self.rng.uniform(1.0, 4.0)
+        episode.detail.append(f"node {node} down for {down:.2f} s")
+        self.cluster.stop_node(node)
+
+        def heal() -> None:
+            time.sleep(down)
+            self.cluster.start_node(node)
+        return heal
+
+    def _rule(self, episode: Episode, rule: FaultRule) -> Any:
+        episode.detail.append(f"{rule.kind.value} {ApiKey(rule.api_key).name} x{rule.count}"
+                              + (f" {rule.error_code.name}" if rule.kind is FaultKind.ERROR else "")
+                              + (f" {rule.delay_ms} ms" if rule.kind is FaultKind.DELAY else ""))
+        fired_before = len(self.cluster.faults_fired())
+        self.cluster.inject_fault(rule)
+
+        def heal() -> None:  # the rule has fired, or nothing asked for that request for 5 s
+            wait_for(lambda: len(self.cluster.faults_fired()) >= fired_before + rule.count, 5)
+            self.cluster.clear_faults()
+        return heal
+
+    def _drop_connection(self, episode: Episode) -> Any:
+        return self._rule(episode, FaultRule(int(self.rng.choice(_DROPPED)), FaultKind.DROP, self.rng.randint(1, 3)))
+
+    def _delay_request(self, episode: Episode) -> Any:
+        return self._rule(episode, FaultRule(int(self.rng.choice(_DELAYED)), FaultKind.DELAY, self.rng.randint(1, 3),
+                                             delay_ms=self.rng.randint(200, 2500)))
+
+    def _fail_request(self, episode: Episode) -> Any:
+        api = self.rng.choice(sorted(_FAILURES))
+        return self._rule(episode, FaultRule(int(api), FaultKind.ERROR, self.rng.randint(1, 3),
+                                             error_code=self.rng.choice(_FAILURES[api])))
+
+    # -- observation ---------------------------------------------------------------------
+    _converged_at: float = 0.0
+
+    def _wait_converged(self, timeout_s: float) -> bool:
+        """Until the coordinator has a stable generation of exactly the running members, and
+        their own logs say every partition has exactly one owner."""
+        return wait_for(self._converged, timeout_s, interval_s=0.05)
+
+    def _converged(self) -> bool:
+        now = time.monotonic()
+        group = self.cluster.describe_group(GROUP)
+        running = [m for m in self.slots if m.running()]
+        if group is None or group["state"] != "Stable" or len(group["members"]) != len(running):
+            return False
+        owners = Counter(p for m in running for p in m.owned())
+        if sorted(owners) != list(range(self.settings.partitions)) or set(owners.values()) != {1}:
+            return False
+        self._converged_at = now
+        return True
+
+    def _state(self) -> str:
+        return json.dumps({"group": self.cluster.describe_group(GROUP),
+                           "members": {m.name: sorted(m.owned()) for m in self.slots if m.running()}}, default=str)
+
+    def _generation(self) -> int:
+        group = self.cluster.describe_group(GROUP)
+        return int(group["generation"]) if group else 0
+
+    def _committed(self) -> dict[int, int]:
+        return {tp[1]: offset for tp, offset in self.cluster.committed_offsets(GROUP).items() if tp[0] == TOPIC}
+
+    def _produce(self) -> None:
+        seq = 0
+        while not self._stop_producing.wait(self.settings.produce_every_s):
+            for p in range(self.settings.partitions):
+                self.cluster.produce(TOPIC, [f"{p}:{seq}".encode()], partition=p)
+                self.produced += 1
+            seq += 1
+
+    def incarnations(self) -> list[Incarnation]:
+        return [*self.gone, *self.slots]
+
+    def faults_by_kind(self) -> dict[str, int]:
+        return dict(Counter(kind for e in self.episodes for kind in e.kinds))
+
+
+def wait_for(predicate: Any, timeout_s: float, interval_s: float = 0.1) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval_s)
+    return bool(predicate())
+
+
+def seed_from_env() -> int:
+    return int(os.environ.get("CHAOS_SEED") or random.SystemRandom().randrange(2**32))

@@ -1,0 +1,30 @@
+"""A chaos run as a test: 2 minutes in CI (CHAOS_SECONDS for longer; CHAOS_SEED replays a
+schedule).  The long run is ``python -m tests.chaos --seconds 600``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from .checks import check_run
+from .harness import ChaosRun, ChaosSettings, seed_from_env
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_group_under_a_seeded_fault_schedule_keeps_every_invariant(tmp_path: Path) -> None:
+    settings = ChaosSettings(seed=seed_from_env(), seconds=float(os.environ.get("CHAOS_SECONDS", "120")))
+    print(f"chaos seed {settings.seed} (CHAOS_SEED={settings.seed} replays this schedule)")
+    run = ChaosRun(settings, tmp_path)
+    try:
+        run.run()
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\nmember logs in {tmp_path}") from None
+    verdict = check_run(run)
+    print(json.dumps(verdict.figures, indent=1))
+    assert not verdict.violations, (f"seed {settings.seed}: " + "\n".join(verdict.violations)
+                                    + f"\nmember logs in {tmp_path}")
+    assert verdict.figures["episodes"] >= 3
