@@ -180,14 +180,16 @@ def _every_record_processed(members: list[Incarnation], run: ChaosRun, verdict: 
 def _commits(members: list[Incarnation], processed: Counter[tuple[int, int]], verdict: Verdict) -> None:
     """Acknowledged commits never go backwards, and each new owner starts at the last one:
     a record is processed again only past the committed offset (the uncommitted window)."""
-    acked: dict[int, list[tuple[float, int, str]]] = defaultdict(list)
+    # a commit takes effect somewhere between its send (t0) and its acknowledgement (t): one
+    # surely came before another only if it was acknowledged before the other was sent
+    acked: dict[int, list[tuple[float, float, int, str]]] = defaultdict(list)  # t, t0, offset, member
     starts: list[tuple[str, int, float, int]] = []  # member, partition, assigned at, first offset polled
     for member in members:
         assigned_at: dict[int, float] = {}
         for event in member.snapshot():
             if event["e"] == "commit" and event["ok"]:
                 for p, offset in event["o"].items():
-                    acked[int(p)].append((event["t"], offset, member.name))
+                    acked[int(p)].append((event["t"], event["t0"], offset, member.name))
             elif event["e"] == "assigned":
                 for p in event["p"]:
                     assigned_at[p] = event["t"]
@@ -197,12 +199,19 @@ def _commits(members: list[Incarnation], processed: Counter[tuple[int, int]], ve
                         starts.append((member.name, p, assigned_at.pop(p), first))
     for p, commits in acked.items():
         commits.sort()
-        for (t1, o1, m1), (t2, o2, m2) in zip(commits, commits[1:]):
-            if o2 < o1:
-                verdict.fail(f"partition {p}: commit went back from {o1} ({m1} at {t1:.3f}) to {o2} ({m2} at {t2:.3f})")
+        highest: tuple[float, float, int, str] | None = None  # of those acknowledged so far
+        done = 0
+        for later in sorted(commits, key=lambda c: c[1]):
+            while done < len(commits) and commits[done][0] < later[1]:
+                if highest is None or commits[done][2] > highest[2]:
+                    highest = commits[done]
+                done += 1
+            if highest is not None and later[2] < highest[2]:
+                verdict.fail(f"partition {p}: commit went back from {highest[2]} ({highest[3]}, acknowledged at "
+                             f"{highest[0]:.3f}) to {later[2]} ({later[3]}, sent at {later[1]:.3f})")
     verdict.figures["commits"] = sum(len(c) for c in acked.values())
     for name, p, at, first in starts:
-        before = [o for t, o, _ in acked.get(p, []) if t < at]
+        before = [o for t, _, o, _ in acked.get(p, []) if t < at]
         if before and first < max(before):
             verdict.fail(f"{name} started partition {p} at {first}, behind the commit of {max(before)} "
                          f"acknowledged before it was assigned (at {at:.3f})")

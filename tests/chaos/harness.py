@@ -94,15 +94,21 @@ class Incarnation:
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
+        with open(self.stderr_path.with_suffix(".events"), "w") as kept:  # for a post-mortem
+            self._read_lines(kept)
+        with self._lock:
+            self.ended_at = time.monotonic()
+
+    def _read_lines(self, kept: Any) -> None:
+        assert self.proc.stdout is not None
         for line in self.proc.stdout:
+            kept.write(line)
             try:
                 event = json.loads(line)
             except ValueError:
                 continue
             with self._lock:
                 self.events.append(event)
-        with self._lock:
-            self.ended_at = time.monotonic()
 
     def snapshot(self) -> list[dict[str, Any]]:
         with self._lock:
