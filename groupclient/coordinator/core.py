@@ -6,6 +6,7 @@ Everything here runs on the cluster's event loop thread; nothing is locked.
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from pathlib import Path
 
@@ -31,10 +32,15 @@ def _cluster_id(data_dir: Path | None) -> str:
         return f"groupclient-{uuid.uuid4().hex[:16]}"
     path = data_dir / "cluster_id"
     if path.exists():
-        return path.read_text().strip()
+        value = path.read_text().strip()
+        if value:
+            return value
     data_dir.mkdir(parents=True, exist_ok=True)
     value = f"groupclient-{uuid.uuid4().hex[:16]}"
-    path.write_text(value + "\n")
+    # written aside and renamed: a crash while writing never leaves an empty id behind
+    partial = path.with_name("cluster_id.partial")
+    partial.write_text(value + "\n")
+    os.replace(partial, path)
     return value
 
 

@@ -224,3 +224,26 @@ def test_a_journal_grown_while_compaction_was_off_is_compacted_on_open(tmp_path:
     assert not (tmp_path / "groups.journal.compacting").exists()
     assert store.offsets["g"][("t", 0)].offset == 1
     store.close()
+
+
+def test_a_topic_with_the_longest_legal_name_is_stored_and_read_back(tmp_path: Path) -> None:
+    """249 characters is a legal topic name, but "<name>-<partition>.journal.compacting" would
+    pass the 255-byte file name limit: such a partition's journal is named after the topic id."""
+    name = "t" * 249
+    store = TopicStore(tmp_path)
+    store.create(name, 2)
+    store.append(name, 1, batch([b"a", b"b"]), 2**20)
+    store.close()
+    again = TopicStore(tmp_path)
+    assert again.partition(name, 1).high_watermark == 2  # type: ignore[union-attr]
+    assert all(len(p.name) + len(".compacting") <= 255 for p in (tmp_path / "logs").iterdir())
+    again.close()
+
+
+def test_an_empty_cluster_id_left_by_a_crash_is_replaced(tmp_path: Path) -> None:
+    from groupclient.coordinator.core import _cluster_id
+
+    (tmp_path / "cluster_id").write_text("")  # a crash between creating the file and writing it
+    first = _cluster_id(tmp_path)
+    assert first.startswith("groupclient-") and _cluster_id(tmp_path) == first
+    assert not (tmp_path / "cluster_id.partial").exists()

@@ -245,7 +245,8 @@ class TopicStore:
         for index in range(partitions):
             journal = None
             if self._dir is not None:
-                journal = Journal(self._dir / "logs" / f"{name}-{index}.journal", self._fsync, self._open_files)
+                journal = Journal(self._dir / "logs" / _journal_name(name, topic_id, index), self._fsync,
+                                  self._open_files)
                 self._journals.append(journal)
             topic.partitions.append(PartitionLog(journal))
         return topic
@@ -294,3 +295,12 @@ class TopicStore:
     def close(self) -> None:
         for journal in self._journals:
             journal.close()
+
+
+def _journal_name(topic: str, topic_id: uuid.UUID, partition: int) -> str:
+    """``<topic>-<partition>.journal``; for a name so long (up to 249 characters are legal) that
+    the file name and its ``.compacting`` rewrite would pass the 255-byte limit, the topic id
+    stands in for most of it."""
+    if len(topic) <= 200:
+        return f"{topic}-{partition}.journal"
+    return f"{topic[:64]}~{topic_id.hex}-{partition}.journal"
