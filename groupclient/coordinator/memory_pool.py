@@ -36,7 +36,7 @@ class Grant:
 
     __slots__ = ("_pool", "size")
 
-    def __init__(self, pool: RequestMemoryPool, size: int) -> None:
+    def __init__(self, pool: RequestMemoryPool | None, size: int) -> None:
         self._pool: RequestMemoryPool | None = pool
         self.size = size
 

@@ -20,6 +20,7 @@ from .group.coordinator import GroupCoordinator
 from .handlers import HANDLERS, RequestContext
 from .handlers.api_versions import supported_versions
 from .handlers.sasl import authenticate_response, handshake_response
+from .memory_pool import Grant
 from .runtime import TimerHandle
 from .sasl_session import Gate, SaslSession
 
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("groupclient.coordinator.node")
 
 _SASL_MAX_RECEIVE = 524_288  # sasl.server.max.receive.size
+_UNMETERED_FRAME = 256 * 1024  # frames up to this size are not counted against queued_max_request_bytes
+_NO_GRANT = Grant(None, 0)
 
 
 class DropConnection(Exception):
@@ -139,8 +142,10 @@ class BrokerNode:
                 # before authentication a frame is held to Kafka's sasl.server.max.receive.size
                 limit = config.max_request_bytes if session is None or session.complete else _SASL_MAX_RECEIVE
                 size = frame_size(prefix, limit)
-                # the frame is read only once the process-wide budget has room for it
-                grant = await self.core.request_memory.acquire(size)
+                # a big frame is read only once the process-wide budget has room for it; small
+                # ones (every group request) are not held up behind big ones, nor behind a
+                # client that declared a big frame and sends it slowly
+                grant = await self.core.request_memory.acquire(size) if size > _UNMETERED_FRAME else _NO_GRANT
                 try:
                     payload = await reader.readexactly(size)
                     idle.request_started()
