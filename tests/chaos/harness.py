@@ -27,6 +27,7 @@ from groupclient.coordinator import EmbeddedCluster
 from groupclient.coordinator.faults import FaultKind, FaultRule
 from groupclient.protocol.apis import ApiKey
 from groupclient.protocol.errors import ErrorCode
+from tests.integration.peers import wait_until
 
 MEMBER_SCRIPT = Path(__file__).resolve().parent / "member.py"
 TOPIC = "chaos"
@@ -269,7 +270,7 @@ class ChaosRun:
 
         def heal() -> None:
             stall_s = (self.settings.max_poll_interval_ms + 1000) / 1000
-            if not wait_for(lambda: any(e["e"] == "stalled" for e in victim.snapshot()[seen:]), stall_s + 30):
+            if not wait_until(lambda: any(e["e"] == "stalled" for e in victim.snapshot()[seen:]), stall_s + 30):
                 raise AssertionError(f"seed {self.settings.seed}: {victim.name} never came back from its stall")
         return heal
 
@@ -291,7 +292,7 @@ class ChaosRun:
         self.cluster.inject_fault(rule)
 
         def heal() -> None:  # the rule has fired, or nothing asked for that request for 5 s
-            wait_for(lambda: len(self.cluster.faults_fired()) >= fired_before + rule.count, 5)
+            wait_until(lambda: len(self.cluster.faults_fired()) >= fired_before + rule.count, 5)
             self.cluster.clear_faults()
         return heal
 
@@ -313,7 +314,7 @@ class ChaosRun:
     def _wait_converged(self, timeout_s: float) -> bool:
         """Until the coordinator has a stable generation of exactly the running members, and
         their own logs say every partition has exactly one owner."""
-        return wait_for(self._converged, timeout_s, interval_s=0.05)
+        return wait_until(self._converged, timeout_s, interval_s=0.05)
 
     def _converged(self) -> bool:
         now = time.monotonic()
@@ -351,15 +352,6 @@ class ChaosRun:
 
     def faults_by_kind(self) -> dict[str, int]:
         return dict(Counter(kind for e in self.episodes for kind in e.kinds))
-
-
-def wait_for(predicate: Any, timeout_s: float, interval_s: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval_s)
-    return bool(predicate())
 
 
 def seed_from_env() -> int:

@@ -119,20 +119,28 @@ def send(wire: WireClient, batches: dict[PartitionLedger, tuple[int, list[Rec]]]
     return {ledger: bases[(PRODUCE_TOPIC, ledger.partition)] for ledger in batches}
 
 
-def producer(bootstrap: str, ledgers: list[PartitionLedger], rng: random.Random) -> Work:
-    """A worker writing each request to all of ``ledgers``' partitions: a crash may cut such a
-    request off after some of its partitions were written."""
+def wire_worker(bootstrap: str, step: Callable[[WireClient, Progress], None]) -> Work:
+    """A worker on its own connection: ``step`` (which acknowledges what it did) again and
+    again until told to stop, at most MAX_OPS_PER_WORKER times."""
     def work(progress: Progress, stop: threading.Event) -> None:
         wire = WireClient(bootstrap)
         try:
             for _ in range(MAX_OPS_PER_WORKER):
                 if stop.is_set():
                     return
-                send(wire, {ledger: (ledger.next_seq, ledger.new_records(rng)) for ledger in ledgers})
-                progress.ack()
+                step(wire, progress)
         finally:
             wire.close()
     return work
+
+
+def producer(bootstrap: str, ledgers: list[PartitionLedger], rng: random.Random) -> Work:
+    """A worker writing each request to all of ``ledgers``' partitions: a crash may cut such a
+    request off after some of its partitions were written."""
+    def step(wire: WireClient, progress: Progress) -> None:
+        send(wire, {ledger: (ledger.next_seq, ledger.new_records(rng)) for ledger in ledgers})
+        progress.ack()
+    return wire_worker(bootstrap, step)
 
 
 def check_partition(wire: WireClient, ledger: PartitionLedger, rng: random.Random, where: str) -> int:
@@ -246,17 +254,10 @@ class CommitLedger:
         self.acked, self.inflight = seq, None
 
     def worker(self, bootstrap: str) -> Work:
-        def work(progress: Progress, stop: threading.Event) -> None:
-            wire = WireClient(bootstrap)
-            try:
-                for _ in range(MAX_OPS_PER_WORKER):
-                    if stop.is_set():
-                        return
-                    self.send(wire, self.acked + 1)
-                    progress.ack()
-            finally:
-                wire.close()
-        return work
+        def step(wire: WireClient, progress: Progress) -> None:
+            self.send(wire, self.acked + 1)
+            progress.ack()
+        return wire_worker(bootstrap, step)
 
     def check(self, wire: WireClient, where: str) -> None:
         """One commit request is one journal entry: all its partitions or none of them."""
@@ -315,19 +316,12 @@ class CreateLedger:
     made: int = 0
 
     def worker(self, bootstrap: str, rng: random.Random) -> Work:
-        def work(progress: Progress, stop: threading.Event) -> None:
-            wire = WireClient(bootstrap)
-            try:
-                for _ in range(MAX_OPS_PER_WORKER):
-                    if stop.is_set():
-                        return
-                    self.create(wire, rng)
-                    progress.ack()
-                    self.write_first_records(wire)
-                    progress.ack()
-            finally:
-                wire.close()
-        return work
+        def step(wire: WireClient, progress: Progress) -> None:
+            self.create(wire, rng)
+            progress.ack()
+            self.write_first_records(wire)
+            progress.ack()
+        return wire_worker(bootstrap, step)
 
     def create(self, wire: WireClient, rng: random.Random) -> None:
         for _ in range(rng.randint(1, 3)):
