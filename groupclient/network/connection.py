@@ -30,6 +30,7 @@ from ..errors import (
     AuthenticationError, DisconnectedError, ProtocolError, RequestTimedOutError, SaslAuthenticationError, TlsError,
 )
 from ..protocol.apis import ApiKey
+from ..protocol.decoding import decode_response
 from ..protocol.errors import ErrorCode, error_name
 from ..protocol.sasl import SaslError
 from .future import RequestFuture
@@ -55,29 +56,6 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     # authentication (before READY)
     ApiKey.SASL_HANDSHAKE: 1, ApiKey.SASL_AUTHENTICATE: 2,
 }
-
-
-def _uvarint(data: memoryview, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-
-
-def _skip_tagged_fields(data: memoryview, pos: int) -> int:
-    """Past a flexible response header's tagged fields (KIP-482): a count, then tag, size, bytes."""
-    count, pos = _uvarint(data, pos)
-    for _ in range(count):
-        _, pos = _uvarint(data, pos)
-        size, pos = _uvarint(data, pos)
-        pos += size
-    if pos > len(data):
-        raise ValueError("tagged fields run past the end of the response")
-    return pos
 
 
 def _api_name(api_key: int) -> str:
@@ -436,15 +414,9 @@ class BrokerConnection:
             return self.close(now, ProtocolError(f"unexpected correlation id {correlation_id}"))
         entry = self.in_flight[0]
         try:
-            if entry.api_key == ApiKey.API_VERSIONS:  # its answer's header is v0 at every version
-                response = entry.response_cls.decode(payload, version=entry.version, header=True)
-            else:
-                # the header parsed here: kafka-python's header=True copies the whole payload
-                start = 4
-                if entry.response_cls.flexible_version_q(entry.version):
-                    start = _skip_tagged_fields(payload, start)
-                response = entry.response_cls.decode(payload[start:], version=entry.version)
-        except Exception as exc:  # kafka-python raises struct.error, ValueError, IndexError, UnicodeError...
+            # read in place, in time linear in the frame (protocol/decoding.py)
+            response = decode_response(entry.response_cls, payload, entry.version)
+        except Exception as exc:  # MalformedMessage; anything else kafka-python's classes may raise
             return self.close(now, ProtocolError(f"undecodable {_api_name(entry.api_key)} v{entry.version} "
                                                  f"response: {exc!r}"))
         self.in_flight.popleft()

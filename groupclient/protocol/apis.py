@@ -1,7 +1,8 @@
 """The Kafka APIs this project speaks, their message classes and the versions served.
 
 Message classes come from kafka-python's JSON-schema protocol (``kafka.protocol``); this module
-is the one place that maps API keys to them.
+is the one place that maps API keys to them.  The request classes here read requests strictly
+and in linear time (``decoding.py``): they are what a server decodes a peer's bytes with.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProdu
 from kafka.protocol.sasl import (
     SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 )
+
+from .decoding import decode_body, decode_request
 
 
 class ApiKey(enum.IntEnum):
@@ -69,34 +72,53 @@ class ApiSpec:
         return 0 <= version <= int(self.request.max_version)
 
 
+def _read_strictly(request_cls: Any) -> Any:
+    """``request_cls`` whose ``decode`` reads strictly and in linear time (decoding.py); the
+    requests it reads are ``request_cls``'s own instances.  (A subclass the way kafka-python makes
+    its versioned classes: ``init=False`` keeps the schema and registries of the class it extends.)"""
+
+    def decode(cls: Any, data: Any, version: int | None = None, header: bool = False, framed: bool = False) -> Any:
+        if version is None:
+            raise ValueError("a request is read at a given version")
+        if framed:
+            data = data[4:]
+        if header:
+            return decode_request(request_cls, data, version)
+        return decode_body(request_cls, data, version, strict=True)
+
+    namespace = {"__slots__": (), "__module__": request_cls.__module__, "__qualname__": request_cls.__qualname__,
+                 "decode": classmethod(decode)}
+    return type(request_cls.__name__, (request_cls,), namespace, init=False)
+
+
 # Version ranges served by the embedded coordinator.  Upper bounds stop before versions that
 # need features this server does not have: topic ids in Fetch (v13+), Produce (v13+),
 # OffsetCommit/OffsetFetch (v10+); the KIP-848 consumer protocol (OffsetCommit v9, OffsetFetch v9).
 API_SPECS: dict[ApiKey, ApiSpec] = {
     spec.key: spec
     for spec in (
-        ApiSpec(ApiKey.PRODUCE, ProduceRequest, ProduceResponse, 3, 9),
-        ApiSpec(ApiKey.FETCH, FetchRequest, FetchResponse, 4, 12),
-        ApiSpec(ApiKey.LIST_OFFSETS, ListOffsetsRequest, ListOffsetsResponse, 1, 7),
-        ApiSpec(ApiKey.METADATA, MetadataRequest, MetadataResponse, 0, 12),
-        ApiSpec(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, OffsetCommitResponse, 2, 8),
-        ApiSpec(ApiKey.OFFSET_FETCH, OffsetFetchRequest, OffsetFetchResponse, 1, 8),
-        ApiSpec(ApiKey.FIND_COORDINATOR, FindCoordinatorRequest, FindCoordinatorResponse, 0, 4),
-        ApiSpec(ApiKey.JOIN_GROUP, JoinGroupRequest, JoinGroupResponse, 0, 9),
-        ApiSpec(ApiKey.HEARTBEAT, HeartbeatRequest, HeartbeatResponse, 0, 4),
-        ApiSpec(ApiKey.LEAVE_GROUP, LeaveGroupRequest, LeaveGroupResponse, 0, 5),
-        ApiSpec(ApiKey.SYNC_GROUP, SyncGroupRequest, SyncGroupResponse, 0, 5),
-        ApiSpec(ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest, DescribeGroupsResponse, 0, 5),
-        ApiSpec(ApiKey.LIST_GROUPS, ListGroupsRequest, ListGroupsResponse, 0, 5),
-        ApiSpec(ApiKey.API_VERSIONS, ApiVersionsRequest, ApiVersionsResponse, 0, 3),
-        ApiSpec(ApiKey.CREATE_TOPICS, CreateTopicsRequest, CreateTopicsResponse, 2, 7),
+        ApiSpec(ApiKey.PRODUCE, _read_strictly(ProduceRequest), ProduceResponse, 3, 9),
+        ApiSpec(ApiKey.FETCH, _read_strictly(FetchRequest), FetchResponse, 4, 12),
+        ApiSpec(ApiKey.LIST_OFFSETS, _read_strictly(ListOffsetsRequest), ListOffsetsResponse, 1, 7),
+        ApiSpec(ApiKey.METADATA, _read_strictly(MetadataRequest), MetadataResponse, 0, 12),
+        ApiSpec(ApiKey.OFFSET_COMMIT, _read_strictly(OffsetCommitRequest), OffsetCommitResponse, 2, 8),
+        ApiSpec(ApiKey.OFFSET_FETCH, _read_strictly(OffsetFetchRequest), OffsetFetchResponse, 1, 8),
+        ApiSpec(ApiKey.FIND_COORDINATOR, _read_strictly(FindCoordinatorRequest), FindCoordinatorResponse, 0, 4),
+        ApiSpec(ApiKey.JOIN_GROUP, _read_strictly(JoinGroupRequest), JoinGroupResponse, 0, 9),
+        ApiSpec(ApiKey.HEARTBEAT, _read_strictly(HeartbeatRequest), HeartbeatResponse, 0, 4),
+        ApiSpec(ApiKey.LEAVE_GROUP, _read_strictly(LeaveGroupRequest), LeaveGroupResponse, 0, 5),
+        ApiSpec(ApiKey.SYNC_GROUP, _read_strictly(SyncGroupRequest), SyncGroupResponse, 0, 5),
+        ApiSpec(ApiKey.DESCRIBE_GROUPS, _read_strictly(DescribeGroupsRequest), DescribeGroupsResponse, 0, 5),
+        ApiSpec(ApiKey.LIST_GROUPS, _read_strictly(ListGroupsRequest), ListGroupsResponse, 0, 5),
+        ApiSpec(ApiKey.API_VERSIONS, _read_strictly(ApiVersionsRequest), ApiVersionsResponse, 0, 3),
+        ApiSpec(ApiKey.CREATE_TOPICS, _read_strictly(CreateTopicsRequest), CreateTopicsResponse, 2, 7),
         # idempotent producers only: no transactions (v5+ adds two-phase commit)
-        ApiSpec(ApiKey.INIT_PRODUCER_ID, InitProducerIdRequest, InitProducerIdResponse, 0, 4),
+        ApiSpec(ApiKey.INIT_PRODUCER_ID, _read_strictly(InitProducerIdRequest), InitProducerIdResponse, 0, 4),
         # every version kafka-python 3.0.12 defines (Kafka itself has 0-2 as well)
-        ApiSpec(ApiKey.DELETE_GROUPS, DeleteGroupsRequest, DeleteGroupsResponse, 0, 2),
+        ApiSpec(ApiKey.DELETE_GROUPS, _read_strictly(DeleteGroupsRequest), DeleteGroupsResponse, 0, 2),
         # v1 only: v0 (deprecated) sends raw tokens outside Kafka's framing, which no client
         # of this decade does; Kafka has 0-1
-        ApiSpec(ApiKey.SASL_HANDSHAKE, SaslHandshakeRequest, SaslHandshakeResponse, 1, 1),
-        ApiSpec(ApiKey.SASL_AUTHENTICATE, SaslAuthenticateRequest, SaslAuthenticateResponse, 0, 2),
+        ApiSpec(ApiKey.SASL_HANDSHAKE, _read_strictly(SaslHandshakeRequest), SaslHandshakeResponse, 1, 1),
+        ApiSpec(ApiKey.SASL_AUTHENTICATE, _read_strictly(SaslAuthenticateRequest), SaslAuthenticateResponse, 0, 2),
     )
 }
