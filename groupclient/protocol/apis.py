@@ -84,7 +84,7 @@ def _read_strictly(request_cls: Any) -> Any:
             data = data[4:]
         if header:
             return decode_request(request_cls, data, version)
-        return decode_body(request_cls, data, version, strict=True)
+        return decode_body(request_cls, data, version)
 
     namespace = {"__slots__": (), "__module__": request_cls.__module__, "__qualname__": request_cls.__qualname__,
                  "decode": classmethod(decode)}

@@ -10,7 +10,7 @@ that may be broken or hostile:
   max_request_bytes lets in) would for hours.
 - A message whose fields run past its end is refused (kafka-python cuts a last string or bytes
   field short without a word), and so is a varint longer than 5 bytes.
-- ``strict``: a null where the schema does not allow one is refused, as Kafka's own parsers
+- A null where the schema does not allow one is refused, as Kafka's own parsers
   refuse it ("non-nullable field ... was serialized as null").  kafka-python reads it as None,
   which no handler written for the schema expects.
 
@@ -124,7 +124,7 @@ def _decoder(cls: Any, version: int) -> Decoder:
     return found
 
 
-def decode_body(cls: Any, data: Any, version: int, strict: bool = False) -> Any:
+def decode_body(cls: Any, data: Any, version: int) -> Any:
     """The message of class ``cls`` (kafka-python's request or response class, not a versioned
     one) at ``version`` that ``data`` (bytes or a memoryview, no header) holds."""
     cls = cls[None]  # a versioned class (kafka-python's Response[3]) reads as its primary class
@@ -139,8 +139,7 @@ def decode_body(cls: Any, data: Any, version: int, strict: bool = False) -> Any:
         raise MalformedMessage(f"undecodable {cls.__name__} v{version}: {exc!r}") from None
     if end > len(view):
         raise MalformedMessage(f"{cls.__name__} v{version} runs {end - len(view)} bytes past the end of the message")
-    if strict:
-        check_nulls(message, cls._struct, version, cls.__name__)
+    check_nulls(message, cls._struct, version, cls.__name__)
     return message
 
 
@@ -152,15 +151,15 @@ def decode_request(cls: Any, data: Any, version: int) -> Any:
         header = cls.parse_header(stream, version=version)
     except Exception as exc:
         raise MalformedMessage(f"undecodable {cls.__name__} v{version} header: {exc!r}") from None
-    request = decode_body(cls, memoryview(raw)[stream.tell():], version, strict=True)
+    request = decode_body(cls, memoryview(raw)[stream.tell():], version)
     request._header = header
     return request
 
 
 def decode_response(cls: Any, payload: Any, version: int) -> Any:
-    """A response as a client reads it: ``payload`` is the frame after its size (header and body).
-    An ApiVersions answer's header is always v0, and its body v0 when it carries an error
-    (KIP-511), as kafka-python reads it."""
+    """A response as a client reads it, strictly (see the module's doc): ``payload`` is the frame
+    after its size (header and body).  An ApiVersions answer's header is always v0, and its body
+    v0 when it carries an error (KIP-511), as kafka-python reads it."""
     view = payload if isinstance(payload, memoryview) else memoryview(payload)
     if len(view) < 4:
         raise MalformedMessage("a response shorter than its correlation id")

@@ -23,6 +23,7 @@ from groupclient.network.client import NetworkClient
 from groupclient.network.connection import CLIENT_MAX_VERSIONS, BrokerConnection, Completion, ConnectionState
 from groupclient.network.metadata import ClusterMetadata
 from groupclient.protocol.apis import API_SPECS, ApiKey
+from groupclient.protocol.decoding import MalformedMessage, check_nulls
 from tests.fuzz.budget import fuzz_settings
 from tests.fuzz.client import MAX_RESPONSE_BYTES, MemoryIO, broker_answers, faults, ready_connection
 from tests.fuzz.schema import encode_response, messages
@@ -153,5 +154,32 @@ def test_any_metadata_answer_is_applied(version: int) -> None:
                 metadata.leader_for(topic, partition)
             metadata.partition_racks(topic)
         metadata.needs_update(1)
+
+    run()
+
+
+@pytest.mark.parametrize("key, version", CASES)
+def test_an_answer_with_a_null_where_the_schema_has_none_is_refused(key: ApiKey, version: int) -> None:
+    """kafka-python reads a null in a non-nullable string, bytes or array as None, which no code
+    reading the answer expects; the client refuses such an answer as Kafka's clients do:
+    ProtocolError, and the connection closes."""
+    spec = API_SPECS[key]
+
+    @fuzz_settings(EXAMPLES)
+    @given(response=messages(spec.response, version, nulls=True))
+    def run(response: Any) -> None:
+        io = MemoryIO()
+        conn = ready_connection(io)
+        future, correlation_id = send(conn, io, key, version)
+        response = as_sent(key, response)
+        deliver(conn, io, [encode_response(response, correlation_id)])
+        try:
+            check_nulls(response, response._struct, response.version, spec.response.__name__)
+        except MalformedMessage:
+            event("null where the schema has none")
+            assert future.failed() and isinstance(future.exception, ProtocolError), future.value
+            assert "non-nullable" in str(future.exception) and conn.state is ConnectionState.DISCONNECTED
+        else:
+            assert future.succeeded() and future.value == response and conn.state is ConnectionState.READY
 
     run()
