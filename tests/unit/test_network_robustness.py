@@ -439,7 +439,7 @@ def refresh_metadata(client: NetworkClient, stream: FakeStream, answer: Any) -> 
     return future
 
 
-@pytest.mark.parametrize("host, port", [("broker", 70000), ("broker", -1), (None, 9092), ("bad\x00host", 9092)])
+@pytest.mark.parametrize("host, port", [("broker", 70000), ("broker", -1), ("bad\x00host", 9092)])
 def test_a_broker_advertised_at_a_bad_address_fails_alone(host: Any, port: int) -> None:
     good = ("good", 9093)
     client, io, clock = new_client(brokers={BROKER, good})
@@ -459,6 +459,29 @@ def test_a_broker_advertised_at_a_bad_address_fails_alone(host: Any, port: int) 
     refresh_metadata(client, stream2, metadata_answer([(1, *fixed), (2, *good)], [("t", 0)]))
     connect(client, io, 1)
     assert io.streams[-1].address == fixed
+    client.close()
+
+
+def test_a_metadata_answer_with_a_null_broker_host_is_refused_whole() -> None:
+    """A null host is not a bad address but a malformed answer (the schema has no null there), so
+    the whole answer is refused, as Kafka's clients refuse it: ProtocolError, the connection closes,
+    nothing of the answer is applied, and the next well-formed answer is."""
+    good = ("good", 9093)
+    client, io, clock = new_client(brokers={BROKER, good})
+    stream = connect(client, io, NODE)
+    client.metadata.request_update()
+    future = client.maybe_update_metadata()
+    assert future is not None
+    client.poll(0)
+    (_, _, cid), = take_requests(stream)
+    feed(client, stream, [frame(metadata_answer([(1, None, 9092), (2, *good)], [("t", 0)]), cid)])
+    assert future.failed() and isinstance(future.exception, ProtocolError)
+    assert "non-nullable field MetadataResponse.brokers.host is null" in str(future.exception)
+    assert stream.closed and client.metadata.version == 0 and not client.metadata.topics()
+    clock.advance(1_000)  # past the reconnect backoff
+    stream = connect(client, io, NODE)
+    refresh_metadata(client, stream, metadata_answer([(1, *BROKER), (2, *good)], [("t", 0)]))
+    assert client.metadata.topics() == {"t"} and client.metadata.brokers.keys() == {1, 2}
     client.close()
 
 
