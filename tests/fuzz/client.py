@@ -5,93 +5,35 @@ from __future__ import annotations
 
 import queue
 import socket
-import struct
 import threading
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
-from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 
-from groupclient.network.connection import CLIENT_MAX_VERSIONS, BrokerConnection, ConnectionState
+from groupclient.network.connection import BrokerConnection, ConnectionState
 from groupclient.network.io import Stream
 from groupclient.protocol.apis import ApiKey
 from tests.fuzz.schema import Spoil, encode_response, spoilers
+from tests.memory_broker import REQUEST_HEADER, SIZE, FakeStream, api_versions_answer, take_requests
 
-_SIZE = struct.Struct(">i")
-_REQUEST_HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 MAX_RESPONSE_BYTES = 100_000_000  # BrokerConnection's default
 
 
 # -- a BrokerConnection over memory -------------------------------------------------------------------
-class MemoryStream:
-    """A connected stream: the test reads what the client ``sent`` and queues what it reads."""
-
-    def __init__(self) -> None:
-        self.sent = bytearray()
-        self.incoming: deque[bytes] = deque()  # one recv_into() reads one chunk at most
-        self.eof = False
-        self.closed = False
-
-    def connect_error(self) -> int:
-        return 0
-
-    def handshake(self) -> int:
-        return 0
-
-    def send(self, data: bytes | bytearray | memoryview) -> int:
-        self.sent += data
-        return len(data)
-
-    def recv_into(self, buffer: memoryview) -> int:
-        if self.incoming:
-            chunk = self.incoming.popleft()
-            if len(chunk) > len(buffer):
-                self.incoming.appendleft(chunk[len(buffer):])
-                chunk = chunk[:len(buffer)]
-            buffer[:len(chunk)] = chunk
-            return len(chunk)
-        if self.eof:
-            return 0
-        raise BlockingIOError()
-
-    def close(self) -> None:
-        self.closed = True
-
-
 class MemoryIO:
     """An IOBackend with one stream (BrokerConnection never asks for a poller)."""
 
     def __init__(self) -> None:
-        self.stream = MemoryStream()
+        self.stream = FakeStream(("broker", 9092))
 
     def open_stream(self, host: str, port: int) -> Stream:
-        self.stream = MemoryStream()
+        self.stream = FakeStream((host, port))
         return self.stream
 
     def new_poller(self) -> Any:
         raise NotImplementedError
-
-
-def broker_answers(stream: MemoryStream) -> list[tuple[int, int, int]]:
-    """(api_key, version, correlation_id) of each whole request in ``stream.sent``; consumes them."""
-    found = []
-    while len(stream.sent) >= 4:
-        size = _SIZE.unpack_from(stream.sent, 0)[0]
-        if len(stream.sent) < 4 + size:
-            break
-        found.append(_REQUEST_HEADER.unpack_from(stream.sent, 4))
-        del stream.sent[: 4 + size]
-    return found
-
-
-def api_versions_answer(version: int) -> Any:
-    """Every API the client knows, up to the version it knows: it then asks at its own maximum."""
-    keys = [ApiVersionsResponse.ApiVersion(api_key=int(k), min_version=0, max_version=v)
-            for k, v in sorted(CLIENT_MAX_VERSIONS.items())]
-    return ApiVersionsResponse(version=version, error_code=0, api_keys=keys, throttle_time_ms=0)
 
 
 def ready_connection(io: MemoryIO) -> BrokerConnection:
@@ -100,7 +42,7 @@ def ready_connection(io: MemoryIO) -> BrokerConnection:
                             reconnect_backoff_max_ms=10, max_in_flight=1000)
     assert conn.connect(0, io) == []
     conn.on_writable(0)
-    (api_key, version, correlation_id), = broker_answers(io.stream)
+    (api_key, version, correlation_id), = take_requests(io.stream)
     assert api_key == ApiKey.API_VERSIONS
     io.stream.incoming.append(encode_response(api_versions_answer(version), correlation_id))
     conn.on_readable(0)
@@ -132,9 +74,9 @@ class Fault:
             return self.spoil(answer)
         if self.kind == "wrong id":
             wrong = (correlation_id + self.value + 2**31) % 2**32 - 2**31
-            return _SIZE.pack(len(payload)) + _SIZE.pack(wrong) + payload[4:]
+            return SIZE.pack(len(payload)) + SIZE.pack(wrong) + payload[4:]
         if self.kind == "bad size":
-            return _SIZE.pack(self.value) + payload
+            return SIZE.pack(self.value) + payload
         if self.kind == "unasked":
             return answer + answer
         if self.kind == "cut and closed":
@@ -216,9 +158,9 @@ class ScriptedBroker:
             if not chunk:
                 return
             received += chunk
-            while len(received) >= 4 and len(received) >= 4 + _SIZE.unpack_from(received, 0)[0]:
-                size = _SIZE.unpack_from(received, 0)[0]
-                api_key, version, correlation_id = _REQUEST_HEADER.unpack_from(received, 4)
+            while len(received) >= 4 and len(received) >= 4 + SIZE.unpack_from(received, 0)[0]:
+                size = SIZE.unpack_from(received, 0)[0]
+                api_key, version, correlation_id = REQUEST_HEADER.unpack_from(received, 4)
                 del received[: 4 + size]
                 if api_key == ApiKey.API_VERSIONS:
                     conn.sendall(encode_response(api_versions_answer(version), correlation_id))

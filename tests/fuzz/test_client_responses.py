@@ -25,7 +25,8 @@ from groupclient.network.metadata import ClusterMetadata
 from groupclient.protocol.apis import API_SPECS, ApiKey
 from groupclient.protocol.decoding import MalformedMessage, check_nulls
 from tests.fuzz.budget import fuzz_settings
-from tests.fuzz.client import MAX_RESPONSE_BYTES, MemoryIO, broker_answers, faults, ready_connection
+from tests.fuzz.client import MAX_RESPONSE_BYTES, MemoryIO, faults, ready_connection
+from tests.memory_broker import take_requests
 from tests.fuzz.schema import encode_response, messages
 
 CASES = [pytest.param(ApiKey(key), version, id=f"{ApiKey(key).name}-v{version}")
@@ -39,7 +40,7 @@ def send(conn: BrokerConnection, io: MemoryIO, key: ApiKey, version: int) -> tup
     spec = API_SPECS[key]
     future = conn.send(spec.request(version=version), spec.response, 0)
     conn.on_writable(0)
-    (api_key, sent_version, correlation_id), = broker_answers(io.stream)
+    (api_key, sent_version, correlation_id), = take_requests(io.stream)
     assert (api_key, sent_version) == (key, version)
     return future, correlation_id
 

@@ -33,7 +33,8 @@ from groupclient.network.client import NetworkClient
 from groupclient.network.connection import ConnectionState
 from groupclient.protocol.apis import ApiKey
 from groupclient.protocol.errors import ErrorCode
-from tests.fuzz.client import MemoryIO, broker_answers, ready_connection
+from tests.fuzz.client import MemoryIO, ready_connection
+from tests.memory_broker import take_requests
 from tests.fuzz.schema import encode_request, uvarint
 from tests.fuzz.server import ask, check_answer, fail_on_server_errors, fuzz_cluster
 
@@ -78,7 +79,7 @@ def test_the_client_reads_tagged_fields_in_linear_time() -> None:
     request = ListGroupsRequest(version=5, states_filter=[], types_filter=[])
     future = conn.send(request, ListGroupsResponse, 0)
     conn.on_writable(0)
-    (_, _, correlation_id), = broker_answers(io.stream)
+    (_, _, correlation_id), = take_requests(io.stream)
     group = b"\x01" * 4 + b"\x01\x09\x00"  # four empty strings; tag 9, 0 bytes
     body = struct.pack(">ih", 0, 0) + uvarint(ENTRIES + 1) + group * ENTRIES + b"\x00"
     payload = struct.pack(">i", correlation_id) + b"\x00" + body  # flexible header: no tags
@@ -141,7 +142,7 @@ def test_a_client_refuses_an_answer_whose_last_string_runs_past_its_frame() -> N
     conn = ready_connection(io)
     future = conn.send(ListGroupsRequest(version=0), ListGroupsResponse, 0)
     conn.on_writable(0)
-    (_, _, correlation_id), = broker_answers(io.stream)
+    (_, _, correlation_id), = take_requests(io.stream)
     # error 0, one group: id "g", protocol type said to be 9 bytes, 2 there
     payload = struct.pack(">ihih", correlation_id, 0, 1, 1) + b"g" + struct.pack(">h", 9) + b"co"
     io.stream.incoming.append(struct.pack(">i", len(payload)) + payload)

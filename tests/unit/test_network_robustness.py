@@ -6,13 +6,11 @@ only addresses the fake does not know go to the real SocketIO, which must refuse
 
 from __future__ import annotations
 
-import errno
 import logging
 import socket
 import struct
 import sys
 import threading
-from collections import deque
 from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
@@ -34,55 +32,13 @@ from groupclient.network.io import EVENT_READ, EVENT_WRITE, SocketIO, Stream
 from groupclient.network.metadata import ClusterMetadata
 from groupclient.protocol.apis import ApiKey
 from groupclient.protocol.errors import ErrorCode
+from tests.memory_broker import SIZE, FakeStream, api_versions_answer, take_requests
 
-_SIZE = struct.Struct(">i")
-_REQUEST_HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 LIMIT = 100_000_000  # BrokerConnection's default max_response_bytes
 BROKER = ("broker", 9092)
 
 
 # -- an in-memory IOBackend ------------------------------------------------------------------
-class FakeStream:
-    """A connected stream; the test plays the broker by reading ``sent`` and filling ``incoming``."""
-
-    def __init__(self, address: tuple[str, int]) -> None:
-        self.address = address
-        self.sent = bytearray()
-        self.incoming: deque[bytes] = deque()  # one recv_into() reads at most one chunk
-        self.eof = False
-        self.closed = False
-
-    def connect_error(self) -> int:
-        return 0
-
-    def handshake(self) -> int:  # no TLS
-        return 0
-
-    def send(self, data: bytes | bytearray | memoryview) -> int:
-        if self.closed:
-            raise OSError(errno.EBADF, "closed")
-        self.sent += data
-        return len(data)
-
-    def recv_into(self, buffer: memoryview) -> int:
-        if self.incoming:
-            chunk = self.incoming.popleft()
-            if len(chunk) > len(buffer):
-                self.incoming.appendleft(chunk[len(buffer):])
-                chunk = chunk[:len(buffer)]
-            buffer[:len(chunk)] = chunk
-            return len(chunk)
-        if self.eof:
-            return 0
-        raise BlockingIOError()
-
-    def close(self) -> None:
-        self.closed = True
-
-    def readable(self) -> bool:
-        return bool(self.incoming) or self.eof
-
-
 class FakePoller:
     """Level-triggered: a stream is always writable, readable while it has bytes or its EOF."""
 
@@ -140,27 +96,9 @@ class FakeIO:
 
 
 # -- the broker's side -----------------------------------------------------------------------
-def take_requests(stream: FakeStream) -> list[tuple[int, int, int]]:
-    """(api_key, version, correlation_id) of each whole request the client wrote; consumes them."""
-    found = []
-    while len(stream.sent) >= 4:
-        size = _SIZE.unpack_from(stream.sent, 0)[0]
-        if len(stream.sent) < 4 + size:
-            break
-        found.append(_REQUEST_HEADER.unpack_from(stream.sent, 4))
-        del stream.sent[: 4 + size]
-    return found
-
-
 def frame(response: Any, correlation_id: int) -> bytes:
     response.with_header(correlation_id=correlation_id)
     return bytes(response.encode(header=True, framed=True))
-
-
-def api_versions_answer(version: int) -> Any:
-    keys = [ApiVersionsResponse.ApiVersion(api_key=k, min_version=0, max_version=v)
-            for k, v in sorted(CLIENT_MAX_VERSIONS.items())]
-    return ApiVersionsResponse(version=version, error_code=0, api_keys=keys, throttle_time_ms=0)
 
 
 def heartbeat_request(version: int) -> Any:
@@ -242,14 +180,14 @@ def body_of(correlation_id: int) -> bytes:
 
 BAD_ANSWERS: dict[str, Callable[[int], list[bytes]]] = {
     "arbitrary bytes": lambda cid: [bytes(range(7, 250, 3))],
-    "negative size": lambda cid: [_SIZE.pack(-5) + body_of(cid)],
-    "size zero": lambda cid: [_SIZE.pack(0)],
-    "size below four": lambda cid: [_SIZE.pack(3) + b"abc"],
-    "size over the limit": lambda cid: [_SIZE.pack(LIMIT + 1)],
+    "negative size": lambda cid: [SIZE.pack(-5) + body_of(cid)],
+    "size zero": lambda cid: [SIZE.pack(0)],
+    "size below four": lambda cid: [SIZE.pack(3) + b"abc"],
+    "size over the limit": lambda cid: [SIZE.pack(LIMIT + 1)],
     "size of 2**31-1 in pieces": lambda cid: [b"\x7f", b"\xff\xff", b"\xff"],
-    "size four, no body": lambda cid: [_SIZE.pack(4) + _SIZE.pack(cid)],
-    "right size, garbage inside": lambda cid: [_SIZE.pack(12) + b"\xfe" * 12],
-    "right id, truncated body": lambda cid: [_SIZE.pack(6) + _SIZE.pack(cid) + b"\x00\x00"],
+    "size four, no body": lambda cid: [SIZE.pack(4) + SIZE.pack(cid)],
+    "right size, garbage inside": lambda cid: [SIZE.pack(12) + b"\xfe" * 12],
+    "right id, truncated body": lambda cid: [SIZE.pack(6) + SIZE.pack(cid) + b"\x00\x00"],
     "wrong correlation id": lambda cid: [heartbeat_frame(cid + 1)],
     "a second answer nobody asked for": lambda cid: [heartbeat_frame(cid) + heartbeat_frame(cid + 2)],
 }
@@ -297,8 +235,8 @@ def test_an_api_versions_answer_without_api_keys_is_a_protocol_error() -> None:
     stream = io.streams[0]
     (_, _, cid), = take_requests(stream)
     # v3: no error, a null api_keys (compact) array, throttle 0, no tags: decodes, but names no API
-    payload = _SIZE.pack(cid) + struct.pack(">h", 0) + b"\x00" + _SIZE.pack(0) + b"\x00"
-    feed(client, stream, [_SIZE.pack(len(payload)) + payload])
+    payload = SIZE.pack(cid) + struct.pack(">h", 0) + b"\x00" + SIZE.pack(0) + b"\x00"
+    feed(client, stream, [SIZE.pack(len(payload)) + payload])
     assert state(client, NODE) is ConnectionState.DISCONNECTED and client.connection_failed(NODE)
     client.close()
 
@@ -307,12 +245,12 @@ def first_frame_verdict(data: bytes, correlation_id: int) -> str:
     """What the framing alone says about the first answer: incomplete, bad, or up to the decoder."""
     if len(data) < 4:
         return "incomplete"
-    size = _SIZE.unpack_from(data, 0)[0]
+    size = SIZE.unpack_from(data, 0)[0]
     if size < 4 or size > LIMIT:
         return "bad"
     if len(data) < 4 + size:
         return "incomplete"
-    return "decoder" if _SIZE.unpack_from(data, 4)[0] == correlation_id else "bad"
+    return "decoder" if SIZE.unpack_from(data, 4)[0] == correlation_id else "bad"
 
 
 def structured_answers(correlation_id: int) -> st.SearchStrategy[bytes]:
@@ -324,8 +262,8 @@ def structured_answers(correlation_id: int) -> st.SearchStrategy[bytes]:
 
     def assemble(parts: tuple[bytes, int, int | None, bytes]) -> bytes:
         body, cid, size, rest = parts
-        payload = _SIZE.pack(cid) + body
-        return _SIZE.pack(len(payload) if size is None else size) + payload + rest
+        payload = SIZE.pack(cid) + body
+        return SIZE.pack(len(payload) if size is None else size) + payload + rest
 
     sizes = st.one_of(st.none(), st.integers(-(2**31), 3), st.integers(LIMIT + 1, 2**31 - 1), st.integers(4, 64))
     return st.tuples(bodies, ids, sizes, st.binary(max_size=16)).map(assemble)
@@ -651,7 +589,7 @@ def test_a_connection_alone_survives_bad_bytes() -> None:
     stream = io.streams[0]
     conn.on_writable(0)
     (_, version, cid), = take_requests(stream)
-    stream.incoming.append(_SIZE.pack(9) + _SIZE.pack(cid) + b"\xff" * 5)  # a body that does not decode
+    stream.incoming.append(SIZE.pack(9) + SIZE.pack(cid) + b"\xff" * 5)  # a body that does not decode
     failed = conn.on_readable(0)
     assert conn.state is ConnectionState.DISCONNECTED and stream.closed
     assert len(failed) == 1 and isinstance(failed[0][2], ProtocolError)

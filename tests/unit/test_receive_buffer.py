@@ -13,8 +13,9 @@ from groupclient.network.client import NetworkClient
 from groupclient.network.connection import _MIN_ROOM, _SHRINK_AFTER, CLIENT_MAX_VERSIONS, ConnectionState
 from groupclient.network.future import RequestFuture
 from groupclient.protocol.apis import ApiKey
+from tests.memory_broker import FakeStream, take_requests
 from tests.unit.test_network_robustness import (
-    NODE, FakeStream, connect, frame, heartbeat_frame, new_client, send_heartbeat, split, state, take_requests)
+    NODE, connect, frame, heartbeat_frame, new_client, send_heartbeat, split, state)
 
 FETCH_VERSION = CLIENT_MAX_VERSIONS[ApiKey.FETCH]
 
