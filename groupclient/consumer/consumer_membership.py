@@ -152,7 +152,8 @@ class ConsumerMembership:
             gone = {tp for tp in owned if tp.topic not in self.subscription.topics}
             if gone:
                 self.listener_calls.call("on_partitions_revoked", gone)
-                self.subscription.set_group_assignment(owned - gone)
+                # not "set owned - gone": the heartbeat thread may have dropped everything since
+                self.subscription.drop_partitions(gone)
                 self.drop_fetched()
             return True
         self.subscription.set_group_assignment(set())
@@ -197,7 +198,10 @@ class ConsumerMembership:
                         future.exception)
         return True
 
-    def on_join_complete(self, generation: Generation, assignment_bytes: bytes) -> None:
+    def ownership_epoch(self) -> int:
+        return self.subscription.losses()
+
+    def on_join_complete(self, generation: Generation, assignment_bytes: bytes, epoch: int) -> bool:
         try:
             assignment = decode_assignment(assignment_bytes)
         except Exception as exc:
@@ -221,7 +225,13 @@ class ConsumerMembership:
             # after and handed on in a follow-up rebalance
             self._commit_revoked(generation, revoked)
             self.listener_calls.call("on_partitions_revoked", revoked)
-        self.subscription.set_group_assignment(partitions)
+        if not self.subscription.apply_group_assignment(partitions, epoch):
+            # the heartbeat thread dropped the partitions while this assignment was being applied
+            # (a fenced generation, a lost lease): it may be void, so it is not used; the
+            # listener hears of the loss and the member joins again
+            self.drop_fetched()
+            self.membership.request_rejoin("the partitions were lost while the assignment was applied")
+            return False
         if revoked:
             self.drop_fetched()
         assignor = next((a for a in self.assignors if a.name == generation.protocol_name), None)
@@ -248,6 +258,7 @@ class ConsumerMembership:
         self.events.emit(self.events.complete(
             self.membership.config.group_id, generation.member_id, generation.generation_id, reason,
             generation.protocol_name or "", self.protocol.value, partitions, join_started, sync_sent, now))
+        return True
 
     def _commit_revoked(self, generation: Generation, revoked: set[TopicPartition]) -> None:
         if not self.enable_auto_commit:

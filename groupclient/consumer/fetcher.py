@@ -197,9 +197,8 @@ class Fetcher:
                     if p.records:
                         completed.append(CompletedFetch(tp, fetch_offset, bytes(p.records), self.config))
                 elif action is Action.RESET_OFFSET:
-                    if self.subscription.is_assigned(tp) and self.subscription.position(tp) == fetch_offset:
+                    if self.subscription.reset_if_at(tp, fetch_offset):
                         log.info("offset %d of %s is out of range; resetting", fetch_offset, tp)
-                        self.subscription.request_reset(tp)
                 elif action is Action.REFRESH_METADATA:
                     self.client.metadata.request_update()
                 else:
@@ -236,7 +235,7 @@ class Fetcher:
             if tp in paused:
                 kept.append(completed)
                 continue
-            position = self.subscription.position(tp) if self.subscription.is_assigned(tp) else None
+            position = self.subscription.position_if_assigned(tp)
             if position is None or position != completed.fetch_offset:
                 # seeked, reset or unassigned since the fetch was sent: the data is stale
                 if position is not None and position > completed.fetch_offset:
@@ -364,6 +363,6 @@ class Fetcher:
             raise NoOffsetForPartitionError(f"no committed offset for {sorted(bad)} and auto_offset_reset='none'")
         offsets = self.list_offsets({tp: EARLIEST if s == "earliest" else LATEST for tp, s in resets.items()}, timer)
         for tp, offset in offsets.items():
-            if self.subscription.is_assigned(tp) and tp in self.subscription.resets_needed():
+            # skipped if the partition was taken away, seeked or reset another way meanwhile
+            if self.subscription.complete_reset(tp, resets[tp], offset):
                 log.info("resetting %s to %s offset %d", tp, resets[tp], offset)
-                self.subscription.seek(tp, offset)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from kafka.structs import TopicPartition
 
 from ..clock import Timer
-from ..errors import ConfigurationError, KafkaTimeoutError, UnassignedPartitionError
+from ..errors import ConfigurationError, KafkaTimeoutError
 from .parts import ConsumerParts
 from .queries import check_partition
 
@@ -28,15 +28,13 @@ class PositionControl(ConsumerParts):
                 committed = self._consumer_membership.fetch_committed(missing, timer)
                 for tp in missing:
                     found = committed.get(tp)
-                    if not self._subscription.is_assigned(tp):
-                        continue
                     if found is not None:
-                        self._subscription.seek(tp, found.offset, found.leader_epoch)
+                        self._subscription.seek_to_committed(tp, found.offset, found.leader_epoch)
                     else:
-                        self._subscription.request_reset(tp)
+                        self._subscription.reset_if_missing(tp)
             else:
                 for tp in missing:
-                    self._subscription.request_reset(tp)
+                    self._subscription.reset_if_missing(tp)
         self._fetcher.reset_positions(timer)
 
     # -- positions -----------------------------------------------------------------------
@@ -47,9 +45,8 @@ class PositionControl(ConsumerParts):
         partition = check_partition(partition)
         with self._ownership.acquired():
             self._ensure_open()
-            if not self._subscription.is_assigned(partition):
-                raise UnassignedPartitionError(f"{partition} is not assigned to this consumer")
             timer = Timer(self._clock, timeout_ms)
+            # position() raises UnassignedPartitionError for a partition not (or no longer) owned
             while (offset := self._subscription.position(partition)) is None:
                 self._update_fetch_positions(timer)
                 if self._subscription.position(partition) is None:
@@ -68,8 +65,8 @@ class PositionControl(ConsumerParts):
         with self._ownership.acquired():
             if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
                 raise ConfigurationError(f"offset must be a non-negative integer, not {offset!r}")
-            if not self._subscription.is_assigned(partition):
-                raise UnassignedPartitionError(f"seek(): {partition} is not assigned to this consumer")
+            # one step under the subscription lock: a partition the heartbeat thread has just
+            # taken away is no error (there is nothing to seek); one never assigned is
             self._subscription.seek(partition, offset)
             self._iterator = None  # records fetched before the seek are not the ones to return
 
@@ -82,14 +79,7 @@ class PositionControl(ConsumerParts):
     def _seek_to(self, where: str, partitions: tuple[TopicPartition, ...]) -> None:
         wanted = [check_partition(tp) for tp in partitions]
         with self._ownership.acquired():
-            assigned = self._subscription.assigned()
-            if not wanted and not assigned:
-                raise UnassignedPartitionError("no partitions are assigned to this consumer")
-            unassigned = [tp for tp in wanted if tp not in assigned]
-            if unassigned:
-                raise UnassignedPartitionError(f"not assigned to this consumer: {sorted(unassigned)}")
-            for tp in wanted or sorted(assigned):
-                self._subscription.request_reset(tp, where)
+            self._subscription.request_resets(wanted, where)
             self._iterator = None
 
     def pause(self, *partitions: TopicPartition) -> None:

@@ -106,10 +106,6 @@ class ClusterQueries(ConsumerParts):
         is False.  ``raw`` is accepted for kafka-python's signature and returns the same."""
         if self._metrics is None:
             return None
-        lags = []
-        for tp in self._subscription.assigned():
-            position, high = self._subscription.position(tp), self._subscription.high_watermark(tp)
-            if position is not None and high is not None:
-                lags.append(max(0, high - position))
+        lags = self._subscription.lags()
         group = self.config["group_id"] is not None
         return self._metrics.snapshot(lags, len(self._subscription.assigned()), group, self._client.connection_count())

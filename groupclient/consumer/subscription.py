@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
-from ..errors import IllegalStateError
+from ..errors import IllegalStateError, UnassignedPartitionError
 
 
 class SubscriptionType(enum.Enum):
@@ -49,6 +49,7 @@ class SubscriptionState:
         self._assignment: dict[TopicPartition, PartitionState] = {}
         # partitions taken away outside a rebalance (poll timeout), until the listener hears of it
         self._lost: set[TopicPartition] = set()
+        self._losses = 0  # how many times mark_lost ran: an assignment read before one is void
         self.listener: object | None = None
 
     # -- subscribing ---------------------------------------------------------------------
@@ -97,12 +98,34 @@ class SubscriptionState:
         with self._lock:
             self._assignment = {tp: self._assignment.get(tp, PartitionState()) for tp in partitions}
 
+    def losses(self) -> int:
+        with self._lock:
+            return self._losses
+
+    def apply_group_assignment(self, partitions: set[TopicPartition], losses: int) -> bool:
+        """Own ``partitions`` (a new generation's assignment), unless the heartbeat thread has
+        dropped the partitions since ``losses`` was read: that assignment may be void already,
+        and what was dropped must not come back but through a new join.  Whether it applied."""
+        with self._lock:
+            if self._losses != losses:
+                return False
+            self._assignment = {tp: self._assignment.get(tp, PartitionState()) for tp in partitions}
+            return True
+
+    def drop_partitions(self, partitions: set[TopicPartition]) -> None:
+        """Give these up (revoked); the rest stay as they are, whatever happened meanwhile."""
+        with self._lock:
+            for tp in partitions:
+                self._assignment.pop(tp, None)
+
     def mark_lost(self) -> set[TopicPartition]:
-        """Drop the assignment at once (called from the heartbeat thread on poll timeout)."""
+        """Drop the assignment at once (from the heartbeat thread: lost lease, fenced generation,
+        poll timeout)."""
         with self._lock:
             lost = set(self._assignment)
             self._assignment = {}
             self._lost |= lost
+            self._losses += 1
             return lost
 
     def take_lost(self) -> set[TopicPartition]:
@@ -114,22 +137,63 @@ class SubscriptionState:
         with self._lock:
             return tp in self._assignment
 
-    # -- positions -----------------------------------------------------------------------
+    # -- positions ---------------------------------------------------------------------
+    # The heartbeat thread may take every partition away (mark_lost) between any two calls the
+    # application thread makes, so each step of poll() that acts on what it looked up is one
+    # method here, deciding under the lock (as Java's SubscriptionState.maybeSeekUnvalidated).
     def _state(self, tp: TopicPartition) -> PartitionState:
         state = self._assignment.get(tp)
         if state is None:
-            raise IllegalStateError(f"{tp} is not assigned to this consumer")
+            if tp in self._lost:
+                raise UnassignedPartitionError(
+                    f"{tp} is no longer assigned to this consumer: it was lost (the session or the "
+                    "poll interval ran out); on_partitions_lost follows from the next poll()")
+            raise UnassignedPartitionError(f"{tp} is not assigned to this consumer")
         return state
+
+    def _state_unless_lost(self, tp: TopicPartition) -> PartitionState | None:
+        """For the application's seek() and pause(): a partition the heartbeat thread has just
+        taken away (and the listener not yet heard of) is no error, there is nothing to do;
+        one that was never assigned is."""
+        if tp in self._lost and tp not in self._assignment:
+            return None
+        return self._state(tp)
 
     def position(self, tp: TopicPartition) -> int | None:
         with self._lock:
             return self._state(tp).position
 
+    def position_if_assigned(self, tp: TopicPartition) -> int | None:
+        """The position, or None if unknown or no longer assigned."""
+        with self._lock:
+            state = self._assignment.get(tp)
+            return None if state is None else state.position
+
     def seek(self, tp: TopicPartition, offset: int, leader_epoch: int | None = None) -> None:
         with self._lock:
-            state = self._state(tp)
-            state.position, state.leader_epoch, state.reset_requested = offset, leader_epoch, None
-            state.delivered, state.delivered_epoch = offset, leader_epoch
+            state = self._state_unless_lost(tp)
+            if state is not None:
+                _seek(state, offset, leader_epoch)
+
+    def seek_to_committed(self, tp: TopicPartition, offset: int, leader_epoch: int | None) -> bool:
+        """Start from the committed offset, unless the partition was taken away or given a
+        position (or a reset) since it was found without one; whether it did."""
+        with self._lock:
+            state = self._assignment.get(tp)
+            if state is None or state.position is not None or state.reset_requested is not None:
+                return False
+            _seek(state, offset, leader_epoch)
+            return True
+
+    def complete_reset(self, tp: TopicPartition, strategy: str, offset: int) -> bool:
+        """Apply the offset a reset looked up, if the partition still awaits that very reset
+        (not taken away, not seeked, not reset another way meanwhile); whether it did."""
+        with self._lock:
+            state = self._assignment.get(tp)
+            if state is None or state.reset_requested != strategy:
+                return False
+            _seek(state, offset, None)
+            return True
 
     def advance(self, tp: TopicPartition, expected: int, new_position: int, delivered: bool = True,
                 epoch: int | None = None) -> bool:
@@ -156,11 +220,39 @@ class SubscriptionState:
             state.delivered, state.delivered_epoch = offset + 1, epoch
             return True
 
-    def request_reset(self, tp: TopicPartition, strategy: str | None = None) -> None:
+    def request_resets(self, partitions: list[TopicPartition], strategy: str) -> None:
+        """The application's seek_to_beginning() / seek_to_end(): the partitions given, or all
+        owned if none is; none of them unless every one is assigned (or just lost)."""
         with self._lock:
-            state = self._state(tp)
-            state.reset_requested = strategy or self.default_reset
-            state.position = state.delivered = None
+            if not partitions and not self._assignment and not self._lost:
+                raise UnassignedPartitionError("no partitions are assigned to this consumer")
+            unassigned = [tp for tp in partitions if tp not in self._assignment and tp not in self._lost]
+            if unassigned:
+                raise UnassignedPartitionError(f"not assigned to this consumer: {sorted(unassigned)}")
+            for tp in partitions or list(self._assignment):
+                state = self._assignment.get(tp)
+                if state is not None:
+                    _request_reset(state, strategy)
+
+    def reset_if_missing(self, tp: TopicPartition) -> bool:
+        """Reset to auto_offset_reset a partition still assigned and still without a position
+        (no committed offset was found for it); whether it did."""
+        with self._lock:
+            state = self._assignment.get(tp)
+            if state is None or state.position is not None or state.reset_requested is not None:
+                return False
+            _request_reset(state, self.default_reset)
+            return True
+
+    def reset_if_at(self, tp: TopicPartition, position: int) -> bool:
+        """Reset a partition whose fetch at ``position`` was out of range, if it is still
+        assigned and still there (not seeked meanwhile); whether it did."""
+        with self._lock:
+            state = self._assignment.get(tp)
+            if state is None or state.position != position:
+                return False
+            _request_reset(state, self.default_reset)
+            return True
 
     def set_high_watermark(self, tp: TopicPartition, hw: int) -> None:
         with self._lock:
@@ -168,8 +260,16 @@ class SubscriptionState:
                 self._assignment[tp].high_watermark = hw
 
     def high_watermark(self, tp: TopicPartition) -> int | None:
+        """None while unknown, and for a partition just lost (as for one not yet fetched)."""
         with self._lock:
-            return self._state(tp).high_watermark
+            state = self._state_unless_lost(tp)
+            return None if state is None else state.high_watermark
+
+    def lags(self) -> list[int]:
+        """Records behind the high watermark, per owned partition where both are known."""
+        with self._lock:
+            return [max(0, s.high_watermark - s.position) for s in self._assignment.values()
+                    if s.position is not None and s.high_watermark is not None]
 
     def missing_positions(self) -> set[TopicPartition]:
         """Partitions with neither a position nor a pending reset (need committed offsets)."""
@@ -199,15 +299,29 @@ class SubscriptionState:
     # -- pausing -------------------------------------------------------------------------
     def pause(self, tp: TopicPartition) -> None:
         with self._lock:
-            self._state(tp).paused = True
+            state = self._state_unless_lost(tp)
+            if state is not None:
+                state.paused = True
 
     def resume(self, tp: TopicPartition) -> None:
         with self._lock:
-            self._state(tp).paused = False
+            state = self._state_unless_lost(tp)
+            if state is not None:
+                state.paused = False
 
     def paused(self) -> set[TopicPartition]:
         with self._lock:
             return {tp for tp, s in self._assignment.items() if s.paused}
+
+
+def _seek(state: PartitionState, offset: int, leader_epoch: int | None) -> None:
+    state.position, state.leader_epoch, state.reset_requested = offset, leader_epoch, None
+    state.delivered, state.delivered_epoch = offset, leader_epoch
+
+
+def _request_reset(state: PartitionState, strategy: str) -> None:
+    state.reset_requested = strategy
+    state.position = state.delivered = None
 
 
 def _epoch(*candidates: int | None) -> int:

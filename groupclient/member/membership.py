@@ -62,12 +62,22 @@ class GroupMembership(MemberCore):
                 if self._retry_now_or_later(syncing, timer):
                     continue
                 return False
-            generation = self.current_generation()
+            # read before the generation: a loss after it voids the assignment (on_join_complete)
+            epoch = self.hooks.ownership_epoch()
+            generation, state = self.generation_and_state()
             self.prepared_for_join = False
+            if generation.generation_id < 0 or state is not MemberState.STABLE:
+                # the heartbeat thread reset the generation after the SyncGroup answer was read
+                # (a fenced heartbeat, a lost lease): the assignment may be void; join again, as
+                # Java's joinGroupIfNeeded does ("modified by heartbeat thread")
+                self.request_rejoin(f"the generation was reset (now {generation.generation_id}, {state.value}) "
+                                    "before its assignment was applied")
+                continue
             if self._assignment_came_too_late():
                 continue
             try:
-                self.hooks.on_join_complete(generation, syncing.value)
+                if not self.hooks.on_join_complete(generation, syncing.value, epoch):
+                    continue
             except ProtocolError as unusable:
                 # an assignment this member cannot read: never sit in the group without one
                 with self._lock:

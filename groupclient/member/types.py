@@ -67,7 +67,12 @@ class GroupHooks(Protocol):
         """Give up partitions before a JoinGroup; False when not done within the timer (the
         next poll goes on where this one stopped)."""
 
-    def on_join_complete(self, generation: Generation, assignment: bytes) -> None: ...
+    def ownership_epoch(self) -> int:
+        """Changes whenever the partitions are dropped (``on_ownership_lost``; any thread)."""
+
+    def on_join_complete(self, generation: Generation, assignment: bytes, epoch: int) -> bool:
+        """Apply the assignment; False, not applied, if the partitions were dropped since
+        ``ownership_epoch()`` returned ``epoch`` (the member must join again)."""
 
     def owns_partitions(self) -> bool:
         """Whether the member holds any partition now (any thread)."""

@@ -213,6 +213,7 @@ class ChaosRun:
 
     # -- episodes ------------------------------------------------------------------------
     def _episode(self) -> None:
+        self._stop_on_member_error()
         kinds = [self._draw()]
         if kinds[0] in ("drop_connection", "delay_request", "fail_request") and self.rng.random() < 0.5 \
                 and "kill_member" in self.settings.kinds:
@@ -271,6 +272,7 @@ class ChaosRun:
         def heal() -> None:
             stall_s = (self.settings.max_poll_interval_ms + 1000) / 1000
             if not wait_until(lambda: any(e["e"] == "stalled" for e in victim.snapshot()[seen:]), stall_s + 30):
+                self._stop_on_member_error()
                 raise AssertionError(f"seed {self.settings.seed}: {victim.name} never came back from its stall")
         return heal
 
@@ -309,6 +311,15 @@ class ChaosRun:
                                              error_code=self.rng.choice(_FAILURES[api])))
 
     # -- observation ---------------------------------------------------------------------
+    def _stop_on_member_error(self) -> None:
+        """A member whose poll() or commit() raised has exited: stop the run there and say why
+        (the group would only converge without it and hide the cause)."""
+        for member in self.incarnations():
+            for event in member.snapshot():
+                if event["e"] == "error":
+                    raise AssertionError(f"seed {self.settings.seed}: {member.name} failed with "
+                                         f"{event['type']}: {event['message']} (traceback in {member.stderr_path})")
+
     _converged_at: float = 0.0
 
     def _wait_converged(self, timeout_s: float) -> bool:

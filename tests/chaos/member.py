@@ -107,6 +107,7 @@ def main() -> int:
                 time.sleep(args.stall_ms / 1000)  # the stall under test: no poll for this long
                 report("stalled")
     except Exception as exc:
+        logging.exception("the member's loop failed")  # the traceback, in its stderr file
         report("error", type=type(exc).__name__, message=str(exc))
         return 2
     report("closing")

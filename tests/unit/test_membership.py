@@ -49,8 +49,12 @@ class Hooks:
     def on_ownership_lost(self, reason: str) -> None:
         self.lost.append(reason)
 
-    def on_join_complete(self, generation: Generation, assignment: bytes) -> None:
+    def ownership_epoch(self) -> int:
+        return len(self.lost)
+
+    def on_join_complete(self, generation: Generation, assignment: bytes, epoch: int) -> bool:
         self.completed.append((generation, assignment))
+        return True
 
 
 def find_ok(req: Any) -> Any:
