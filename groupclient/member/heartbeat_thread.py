@@ -69,8 +69,8 @@ class HeartbeatThread:
         if m.is_stable() and m.poll_timeout_expired(now):
             log.warning("group %s: poll() was not called within max_poll_interval_ms (%d ms); leaving the group",
                         m.config.group_id, m.config.rebalance_timeout_ms)
-            self.on_poll_timeout()
-            leave = m.maybe_leave_group("the application did not call poll() within max_poll_interval_ms")
+            leave = m.maybe_leave_group("the application did not call poll() within max_poll_interval_ms",
+                                        before_sending=self.on_poll_timeout)
             # the application is not polling, so this thread sends the LeaveGroup out itself; no
             # join can be in flight (the member was STABLE), so no assignor runs on this thread
             m.client.poll_until(leave, Timer(m.clock, min(m.config.request_timeout_ms, 5000)), wakeup=False)

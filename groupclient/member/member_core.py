@@ -389,12 +389,20 @@ class MemberCore:
         future.failure(error_for(error, ApiKey.HEARTBEAT))
 
     # -- leaving -------------------------------------------------------------------------
-    def maybe_leave_group(self, reason: str) -> RequestFuture[None] | None:
-        """Send LeaveGroup (dynamic members only) and forget the generation either way."""
+    def maybe_leave_group(self, reason: str,
+                          before_sending: Callable[[], None] | None = None) -> RequestFuture[None] | None:
+        """Send LeaveGroup (dynamic members only) and forget the generation either way.
+
+        ``before_sending`` runs once the generation is forgotten and before the LeaveGroup goes
+        out: the poll timeout drops the partitions there, so that no other member can be given
+        them while this one still holds them, and a join completing meanwhile on the application
+        thread sees the reset generation before it can see the partitions gone."""
         with self._lock:
             generation, state = self.generation, self.state
             self._reset_generation(f"leaving: {reason}")
             self.rejoin_reason = f"left the group ({reason})"
+        if before_sending is not None:
+            before_sending()
         if not (self.is_dynamic() and generation.member_id and state is not MemberState.UNJOINED):
             return None
         if self.coordinator_unknown():

@@ -32,11 +32,12 @@ class LossAtAcquisition:
     acquisition, the heartbeat thread's loss path runs (the lock is free then, as it would be
     for the other thread)."""
 
-    def __init__(self, consumer: GroupConsumer, at: int) -> None:
+    def __init__(self, consumer: GroupConsumer, at: int, path: str = "fenced") -> None:
         self._lock = threading.Lock()
         self._consumer = consumer
         self._driver = threading.current_thread()
         self.at = at
+        self.path = path
         self.count = 0
         self.fired_at_generation: int | None = None
         self.violations: list[str] = []
@@ -67,8 +68,13 @@ class LossAtAcquisition:
         membership._lock.release()
         generation = membership.current_generation()
         self.fired_at_generation = generation.generation_id
-        # what the heartbeat thread runs on an ILLEGAL_GENERATION answer: the partitions are lost
-        membership.reset_generation_if(generation, "the test fences the generation", keep_member_id=True)
+        if self.path == "fenced":
+            # what the heartbeat thread runs on an ILLEGAL_GENERATION answer: the partitions are lost
+            membership.reset_generation_if(generation, "the test fences the generation", keep_member_id=True)
+        else:
+            # what it runs when poll() was not called in time: forget the generation, drop the
+            # partitions, send LeaveGroup (answered while the simulation goes on)
+            membership.maybe_leave_group("the test's poll timeout", before_sending=self._consumer._on_poll_timeout)
 
     def _check_nothing_came_back(self) -> None:
         """Until the member has joined again, it owns nothing: what the loss took away comes
@@ -81,8 +87,8 @@ class LossAtAcquisition:
             self.violations.append(f"{sorted(owned)} owned again before rejoining (step {self.count})")
 
 
-def run_with_loss_at(make_sim: Sim, at: int,
-                     cooperative: bool) -> tuple[LossAtAcquisition, dict[TopicPartition, list[int]]]:
+def run_with_loss_at(make_sim: Sim, at: int, cooperative: bool,
+                     path: str = "fenced") -> tuple[LossAtAcquisition, dict[TopicPartition, list[int]]]:
     """Eager: a member of topic ``t``.  Cooperative: a member of ``t`` and ``u`` that stops
     subscribing to ``u`` once it has read something, so it rejoins keeping ``t`` (KIP-429)."""
     sim = make_sim(topics={"t": 2, "u": 1} if cooperative else {"t": 2}, nodes=2)
@@ -90,7 +96,7 @@ def run_with_loss_at(make_sim: Sim, at: int,
     assert {sim.end_offsets()[tp] for tp in PARTITIONS} == {RECORDS}
     strategy = ["cooperative-sticky"] if cooperative else ["range"]
     consumer = sim.consumer("c", enable_auto_commit=False, partition_assignment_strategy=strategy)
-    hook = LossAtAcquisition(consumer, at)
+    hook = LossAtAcquisition(consumer, at, path)
     consumer._subscription._lock = hook  # type: ignore[assignment]
     consumer.subscribe(["t", "u"] if cooperative else ["t"])
     got: dict[TopicPartition, list[int]] = {}
@@ -109,16 +115,17 @@ def run_with_loss_at(make_sim: Sim, at: int,
     return hook, got
 
 
-@pytest.mark.parametrize("cooperative", [False, True], ids=["eager", "cooperative-shrinking"])
-def test_a_loss_at_any_step_of_poll_never_fails_it(make_sim: Sim, cooperative: bool) -> None:
-    dry, got = run_with_loss_at(make_sim, 0, cooperative)
+@pytest.mark.parametrize("cooperative,path", [(False, "fenced"), (True, "fenced"), (False, "poll-timeout")],
+                         ids=["eager-fenced", "cooperative-shrinking-fenced", "eager-left-on-poll-timeout"])
+def test_a_loss_at_any_step_of_poll_never_fails_it(make_sim: Sim, cooperative: bool, path: str) -> None:
+    dry, got = run_with_loss_at(make_sim, 0, cooperative, path)
     assert all(got[tp] == list(range(RECORDS)) for tp in PARTITIONS)
     steps = dry.count
     assert steps > 20, f"only {steps} acquisitions: the hook is not in place"
     fired, failures = 0, []
     for at in range(1, steps + 1):
         try:
-            hook, got = run_with_loss_at(make_sim, at, cooperative)
+            hook, got = run_with_loss_at(make_sim, at, cooperative, path)
         except Exception as exc:  # every failing step is reported, not only the first
             where = " < ".join(f"{f.name}:{f.lineno}" for f in traceback.extract_tb(exc.__traceback__)[-3:])
             failures.append(f"loss at step {at}: {type(exc).__name__}: {exc} at {where}")

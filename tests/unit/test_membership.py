@@ -294,14 +294,17 @@ def test_poll_timeout_drops_partitions_before_leave_group_is_sent(setup: Any) ->
     net.on(ApiKey.LEAVE_GROUP, lambda req: order.append("leave sent") or LeaveGroupResponse(
         version=req.version, throttle_time_ms=0, error_code=0, members=[]))
     net.on(ApiKey.HEARTBEAT, heartbeat_answer(E.NONE))
-    thread = HeartbeatThread(membership, lambda: order.append("partitions dropped"))
+    # dropped once the generation is forgotten: a join completing meanwhile on the application
+    # thread must see the reset generation before it can see the partitions gone
+    thread = HeartbeatThread(membership, lambda: order.append(
+        f"partitions dropped in generation {membership.current_generation().generation_id}"))
     membership.heartbeat.poll(clock.monotonic_ms())
     clock.advance(3000)
     thread._step()  # a heartbeat is due, the poll timer is not
     assert net.requests(ApiKey.HEARTBEAT) and not order
     clock.advance(57_001)  # past max_poll_interval_ms (60 s) since the application's last poll
     thread._step()
-    assert order == ["partitions dropped", "leave sent"]
+    assert order == ["partitions dropped in generation -1", "leave sent"]
     assert membership.state is MemberState.UNJOINED and membership.rejoin_needed()
 
 
