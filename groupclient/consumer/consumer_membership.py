@@ -228,8 +228,8 @@ class ConsumerMembership:
         if not self.subscription.apply_group_assignment(partitions, epoch):
             # the heartbeat thread dropped the partitions while this assignment was being applied
             # (a fenced generation, a lost lease): it may be void, so it is not used; the
-            # listener hears of the loss and the member joins again
-            self.drop_fetched()
+            # listener hears of the loss and the member joins again (on_ownership_lost, which
+            # did the drop, also dropped what was fetched)
             self.membership.request_rejoin("the partitions were lost while the assignment was applied")
             return False
         if revoked:

@@ -47,7 +47,8 @@ class SubscriptionState:
         self.pattern: re.Pattern[str] | None = None
         self.group_topics: set[str] = set()  # the union of all members' topics, known to the leader
         self._assignment: dict[TopicPartition, PartitionState] = {}
-        # partitions taken away outside a rebalance (poll timeout), until the listener hears of it
+        # partitions the heartbeat thread took away (lost lease, fenced generation, poll
+        # timeout), until the listener hears of it
         self._lost: set[TopicPartition] = set()
         self._losses = 0  # how many times mark_lost ran: an assignment read before one is void
         self.listener: object | None = None
@@ -146,8 +147,8 @@ class SubscriptionState:
         if state is None:
             if tp in self._lost:
                 raise UnassignedPartitionError(
-                    f"{tp} is no longer assigned to this consumer: it was lost (the session or the "
-                    "poll interval ran out); on_partitions_lost follows from the next poll()")
+                    f"{tp} is no longer assigned to this consumer: it was lost (its session, generation "
+                    "or poll interval ended); on_partitions_lost follows from the next poll()")
             raise UnassignedPartitionError(f"{tp} is not assigned to this consumer")
         return state
 
@@ -158,6 +159,14 @@ class SubscriptionState:
         if tp in self._lost and tp not in self._assignment:
             return None
         return self._state(tp)
+
+    def _still_without_position(self, tp: TopicPartition) -> PartitionState | None:
+        """The state of a partition still assigned with neither a position nor a pending reset
+        (what missing_positions() found), else None."""
+        state = self._assignment.get(tp)
+        if state is None or state.position is not None or state.reset_requested is not None:
+            return None
+        return state
 
     def position(self, tp: TopicPartition) -> int | None:
         with self._lock:
@@ -179,11 +188,10 @@ class SubscriptionState:
         """Start from the committed offset, unless the partition was taken away or given a
         position (or a reset) since it was found without one; whether it did."""
         with self._lock:
-            state = self._assignment.get(tp)
-            if state is None or state.position is not None or state.reset_requested is not None:
-                return False
-            _seek(state, offset, leader_epoch)
-            return True
+            state = self._still_without_position(tp)
+            if state is not None:
+                _seek(state, offset, leader_epoch)
+            return state is not None
 
     def complete_reset(self, tp: TopicPartition, strategy: str, offset: int) -> bool:
         """Apply the offset a reset looked up, if the partition still awaits that very reset
@@ -238,11 +246,10 @@ class SubscriptionState:
         """Reset to auto_offset_reset a partition still assigned and still without a position
         (no committed offset was found for it); whether it did."""
         with self._lock:
-            state = self._assignment.get(tp)
-            if state is None or state.position is not None or state.reset_requested is not None:
-                return False
-            _request_reset(state, self.default_reset)
-            return True
+            state = self._still_without_position(tp)
+            if state is not None:
+                _request_reset(state, self.default_reset)
+            return state is not None
 
     def reset_if_at(self, tp: TopicPartition, position: int) -> bool:
         """Reset a partition whose fetch at ``position`` was out of range, if it is still
