@@ -26,7 +26,7 @@ from kafka import KafkaProducer  # noqa: E402
 from kafka.protocol.admin.topics import CreateTopicsRequest  # noqa: E402
 from kafka.protocol.metadata.metadata import MetadataRequest  # noqa: E402
 
-from groupclient.protocol.errors import ErrorCode  # noqa: E402
+from groupclient.error_codes import ErrorCode  # noqa: E402
 from tests.integration.wire import WireClient  # noqa: E402
 
 MIB = 1024 * 1024

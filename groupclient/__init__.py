@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0.dev0"
+from kafka.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition  # the same types as kafka-python
 
-from kafka.structs import (  # noqa: E402  (the same types as kafka-python)
-    OffsetAndMetadata, OffsetAndTimestamp, TopicPartition,
-)
-
-from .consumer.group_consumer import GroupConsumer  # noqa: E402
-from .consumer.interceptors import ConsumerInterceptor  # noqa: E402
-from .consumer.listener import ConsumerRebalanceListener  # noqa: E402
-from .consumer.rebalance_events import RebalanceEvent  # noqa: E402
-from .errors import (  # noqa: E402
+from .consumer.group_consumer import GroupConsumer
+from .consumer.interceptors import ConsumerInterceptor
+from .consumer.listener import ConsumerRebalanceListener
+from .consumer.rebalance_events import RebalanceEvent
+from .errors import (
     ArgumentTypeError, CommitFailedError, ConcurrentAccessError, ConfigurationError, FatalGroupError,
     GroupClientError, IllegalStateError, KafkaTimeoutError, NoBrokersAvailableError, RebalanceInProgressError,
     RebalanceListenerError, RetriableError, UnassignedPartitionError, WakeupError,
 )
+from .version import __version__
 
 __all__ = [
     "ArgumentTypeError", "CommitFailedError", "ConcurrentAccessError", "ConfigurationError", "ConsumerInterceptor",

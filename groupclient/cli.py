@@ -9,7 +9,7 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import __version__
+from .version import __version__
 from .cli_args import log_level, non_negative_int, port, positive_float, positive_int, topic
 
 

@@ -33,7 +33,9 @@ from typing import Any
 
 import kafka.errors as kafka_errors
 
-from .protocol.errors import ErrorCode, error_name, known
+# ErrorCode is re-exported: the code numbers users compare ``BrokerError.code`` with
+from .error_codes import ErrorCode as ErrorCode
+from .error_codes import error_name, known
 
 
 class GroupClientError(kafka_errors.KafkaError):

@@ -14,7 +14,7 @@ import kafka.errors as kafka_errors
 from ..clock import Clock, SystemClock, Timer
 from ..errors import GroupClientError, NetworkError
 from ..network.client import NetworkClient, NetworkConfig, parse_bootstrap
-from ..protocol.errors import error_name
+from ..error_codes import error_name
 
 T = TypeVar("T")
 

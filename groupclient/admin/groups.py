@@ -20,7 +20,7 @@ from kafka.structs import TopicPartition
 
 from ..clock import Timer
 from ..protocol.consumer_protocol import PROTOCOL_TYPE, decode_assignment
-from ..protocol.errors import ErrorCode
+from ..error_codes import ErrorCode
 from .client import AdminConnection, AdminError, GroupNotFoundError, check
 from .model import Coordinator, GroupDescription, ListedGroup, Member, PartitionLag
 

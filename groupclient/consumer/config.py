@@ -17,7 +17,7 @@ from typing import Any
 
 from kafka.protocol.consumer import IsolationLevel
 
-from .. import __version__
+from ..version import __version__
 from ..errors import ArgumentTypeError, ConfigurationError
 from ..protocol.names import name_problem
 from .deserializers import check_deserializer

@@ -26,7 +26,7 @@ from ..protocol.consumer_protocol import (
     Assignment, Subscription, decode_assignment, decode_subscription, encode_assignment, encode_subscription,
 )
 from ..protocol.error_table import Action, action_for, error_for
-from ..protocol.errors import error_name
+from ..error_codes import error_name
 from .listener import ListenerCalls
 from .rebalance_events import RebalanceRecorder
 from .subscription import SubscriptionState

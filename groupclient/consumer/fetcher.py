@@ -25,7 +25,7 @@ from ..network.transport import Transport
 from ..network.future import RequestFuture
 from ..protocol.apis import ApiKey
 from ..protocol.error_table import Action, action_for, error_for
-from ..protocol.errors import error_name
+from ..error_codes import error_name
 from .deserializers import bind
 from .records import decode_batches, next_offset
 from .subscription import SubscriptionState
@@ -114,10 +114,6 @@ class Fetcher:
         self.drained_bytes = 0  # bytes of fetch answers fully handed out (metrics), under the lock
 
     # -- fetching ------------------------------------------------------------------------
-    def has_buffered(self) -> bool:
-        with self._lock:
-            return bool(self._completed)
-
     def send_fetches(self) -> int:
         """Send a Fetch to each leader of fetchable partitions with no fetch in flight.
 

@@ -18,7 +18,7 @@ from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.util import calc_crc32c
 
 from ..errors import RetriableError
-from ..protocol.errors import ErrorCode
+from ..error_codes import ErrorCode
 from .codecs import decompress
 
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from ..protocol.errors import ErrorCode
+from ..error_codes import ErrorCode
 
 
 class FaultKind(enum.Enum):

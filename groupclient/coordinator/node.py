@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.apis import API_SPECS, ApiKey
-from ..protocol.errors import ErrorCode
+from ..error_codes import ErrorCode
 from ..protocol.framing import SIZE_BYTES, FrameError, frame_size, peek_header
 from .faults import FaultKind
 from .group.coordinator import GroupCoordinator

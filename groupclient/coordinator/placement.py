@@ -21,10 +21,6 @@ def offsets_partition_for(group_id: str, num_partitions: int) -> int:
     return (0 if h == -(2**31) else abs(h)) % num_partitions
 
 
-def preferred_leader(partition: int, node_ids: list[int]) -> int:
-    return node_ids[partition % len(node_ids)]
-
-
 def elect_leader(partition: int, node_ids: list[int], live: set[int]) -> int | None:
     """The preferred node if it is live, else the next live node in ring order."""
     if not node_ids:

@@ -14,7 +14,7 @@ import enum
 import logging
 
 from ..protocol.apis import ApiKey
-from ..protocol.errors import ErrorCode
+from ..error_codes import ErrorCode
 from ..protocol.sasl import PLAIN, SaslError, ScramServer, parse_plain
 from .security import ListenerSecurity
 

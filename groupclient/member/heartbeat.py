@@ -30,7 +30,6 @@ class Heartbeat:
     max_poll_interval_ms: int
     retry_backoff_ms: int
     last_sent: int = 0
-    last_received: int = 0
     last_poll: int = 0
     session_anchor: int = 0  # send time of the last answered heartbeat (or when the lease began)
     stable_anchor: int = 0  # send time of the last heartbeat answered NONE (or when it began)
@@ -63,7 +62,6 @@ class Heartbeat:
     def received(self, now: int, sent_at: int, group_stable: bool) -> None:
         """An answer proving membership came for the heartbeat sent at ``sent_at``;
         ``group_stable``: NONE, not REBALANCE_IN_PROGRESS."""
-        self.last_received = now
         self.in_flight = False
         self.session_anchor = max(self.session_anchor, sent_at)
         if group_stable:
@@ -97,9 +95,6 @@ class Heartbeat:
 
     def should_heartbeat(self, now: int) -> bool:
         return not self.in_flight and self.time_to_next_heartbeat(now) == 0
-
-    def session_timeout_expired(self, now: int) -> bool:
-        return now >= self.session_anchor + self.session_timeout_ms
 
     def lease_deadline(self) -> int:
         """Until when the member may keep its partitions without a new answered heartbeat."""

@@ -23,7 +23,7 @@ from ..network.future import RequestFuture
 from ..network.transport import Transport
 from ..protocol.apis import ApiKey
 from ..protocol.error_table import Action, action_for, error_for
-from ..protocol.errors import ErrorCode, error_name
+from ..error_codes import ErrorCode, error_name
 from .heartbeat import Heartbeat
 from .member_state import MemberState, check_member_transition
 from .types import (

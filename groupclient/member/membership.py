@@ -20,7 +20,7 @@ from ..network.future import RequestFuture
 from ..protocol.apis import ApiKey
 from ..protocol.consumer_protocol import PROTOCOL_TYPE
 from ..protocol.error_table import Action, action_for, error_for
-from ..protocol.errors import ErrorCode, error_name
+from ..error_codes import ErrorCode, error_name
 from .member_core import MemberCore, log
 from .member_state import MemberState
 from .types import NO_GENERATION, Generation, Joined, JoinedMember

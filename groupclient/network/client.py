@@ -20,7 +20,7 @@ from ..clock import Clock, Timer
 from ..errors import (
     AuthenticationError, FatalGroupError, KafkaTimeoutError, NoBrokersAvailableError, NodeNotReadyError, WakeupError,
 )
-from ..protocol.errors import ErrorCode
+from ..error_codes import ErrorCode
 from .connection import BrokerConnection, Completion, ConnectionState, IoCounters
 from .future import RequestFuture
 from .io import EVENT_READ, EVENT_WRITE, IOBackend, SocketIO, Stream
@@ -169,13 +169,6 @@ class NetworkClient:
         """Connections that are up (kafka-python's connection-count)."""
         with self._locked():
             return sum(1 for conn in self._conns.values() if conn.state is ConnectionState.READY)
-
-    def in_flight_count(self, node_id: int | None = None) -> int:
-        with self._locked():
-            if node_id is not None:
-                conn = self._conns.get(node_id)
-                return len(conn.in_flight) if conn else 0
-            return sum(len(c.in_flight) for c in self._conns.values())
 
     # -- connecting and sending ------------------------------------------------------------
     def ready(self, node_id: int) -> bool:

@@ -25,13 +25,13 @@ from kafka.protocol.sasl import (
 )
 from tenacity import wait_exponential_jitter
 
-from .. import __version__
+from ..version import __version__
 from ..errors import (
     AuthenticationError, DisconnectedError, ProtocolError, RequestTimedOutError, SaslAuthenticationError, TlsError,
 )
 from ..protocol.apis import ApiKey
 from ..protocol.decoding import decode_response
-from ..protocol.errors import ErrorCode, error_name
+from ..error_codes import ErrorCode, error_name
 from ..protocol.sasl import SaslError
 from .future import RequestFuture
 from .io import EVENT_WRITE, IOBackend, Stream, TlsStream

@@ -65,9 +65,6 @@ class ApiSpec:
     min_version: int
     max_version: int
 
-    def is_flexible(self, version: int) -> bool:
-        return bool(self.request.flexible_version_q(version))
-
     def schema_knows(self, version: int) -> bool:
         return 0 <= version <= int(self.request.max_version)
 

@@ -15,7 +15,7 @@ import enum
 
 from ..errors import BrokerError, FatalGroupError, RequestFailedError, RetriableError, UnexpectedBrokerError
 from .apis import ApiKey
-from .errors import ErrorCode, known
+from ..error_codes import ErrorCode, known
 
 E = ErrorCode
 A = ApiKey

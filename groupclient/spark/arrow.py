@@ -7,7 +7,6 @@ Spark's own Kafka source, less its timestampType column.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from typing import Any
 
 import pyarrow as pa
@@ -49,11 +48,3 @@ def records_to_batch(records: Sequence[Any]) -> pa.RecordBatch:
         pa.array([r.value for r in records], pa.binary()),
         pa.array(headers, ARROW_SCHEMA.field("headers").type),
     ], schema=ARROW_SCHEMA)
-
-
-def record_tuple(record: Any) -> tuple[Any, ...]:
-    """One record as a row tuple in ARROW_SCHEMA's column order (for row-based Spark APIs)."""
-    ts = None if record.timestamp is None or record.timestamp < 0 else \
-        datetime.fromtimestamp(record.timestamp / 1000, tz=timezone.utc)
-    return (record.topic, record.partition, record.offset, ts, record.key, record.value,
-            [(k, v) for k, v in (record.headers or ())])

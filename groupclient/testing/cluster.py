@@ -14,7 +14,7 @@ from kafka.partitioner import murmur2
 
 from ..coordinator import EmbeddedCluster, FaultKind, FaultRule
 from ..protocol.apis import ApiKey
-from ..protocol.errors import ErrorCode
+from ..error_codes import ErrorCode
 
 Value = bytes | str | None
 ApiName = ApiKey | int | str

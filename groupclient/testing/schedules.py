@@ -22,7 +22,7 @@ from typing import Any
 
 from ..coordinator.faults import FaultKind, FaultRule
 from ..protocol.apis import ApiKey
-from ..protocol.errors import ErrorCode
+from ..error_codes import ErrorCode
 from .simulation import GroupSimulation
 
 GROUP_APIS = (ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT,

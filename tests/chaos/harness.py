@@ -26,7 +26,7 @@ from typing import Any
 from groupclient.coordinator import EmbeddedCluster
 from groupclient.coordinator.faults import FaultKind, FaultRule
 from groupclient.protocol.apis import ApiKey
-from groupclient.protocol.errors import ErrorCode
+from groupclient.error_codes import ErrorCode
 from tests.integration.peers import wait_until
 
 MEMBER_SCRIPT = Path(__file__).resolve().parent / "member.py"

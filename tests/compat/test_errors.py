@@ -27,7 +27,7 @@ import groupclient
 import groupclient.errors
 from groupclient.coordinator import EmbeddedCluster
 from groupclient.coordinator.faults import FaultKind, FaultRule
-from groupclient.protocol.errors import ErrorCode
+from groupclient.error_codes import ErrorCode
 
 from .conftest import KP, ConsumerFactory, build, consumer_class, drain, new_topic, poll_until, unique
 

@@ -15,7 +15,7 @@ import pytest
 from groupclient.coordinator import EmbeddedCluster
 from groupclient.coordinator.node import CloseAfter, DropConnection
 from groupclient.protocol.apis import API_SPECS, ApiKey
-from groupclient.protocol.errors import ErrorCode
+from groupclient.error_codes import ErrorCode
 from groupclient.protocol.framing import FrameError
 from tests.fuzz.schema import TOPICS
 

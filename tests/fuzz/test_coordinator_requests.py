@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from groupclient.coordinator import EmbeddedCluster
 from groupclient.protocol.apis import API_SPECS, ApiKey
 from groupclient.protocol.decoding import MalformedMessage, check_nulls
-from groupclient.protocol.errors import ErrorCode
+from groupclient.error_codes import ErrorCode
 from tests.fuzz.budget import fuzz_settings
 from tests.fuzz.schema import client_ids, correlation_ids, encode_request, messages, spoilers, with_unknown_tag
 from tests.fuzz.server import HOLDING, Outcome, ask, check_answer, error_codes, fail_on_server_errors, fuzz_cluster

@@ -32,7 +32,7 @@ from groupclient.coordinator import EmbeddedCluster
 from groupclient.network.client import NetworkClient
 from groupclient.network.connection import ConnectionState
 from groupclient.protocol.apis import ApiKey
-from groupclient.protocol.errors import ErrorCode
+from groupclient.error_codes import ErrorCode
 from tests.fuzz.client import MemoryIO, ready_connection
 from tests.memory_broker import take_requests
 from tests.fuzz.schema import encode_request, uvarint

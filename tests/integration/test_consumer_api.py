@@ -237,7 +237,7 @@ def test_a_custom_assignor_is_used_and_a_broken_one_is_reported(loaded: Embedded
 def test_survives_dropped_connections_coordinator_errors_and_slow_answers(loaded: EmbeddedCluster) -> None:
     from groupclient.coordinator import FaultKind, FaultRule
     from groupclient.protocol.apis import ApiKey
-    from groupclient.protocol.errors import ErrorCode
+    from groupclient.error_codes import ErrorCode
 
     for rule in (
         FaultRule(ApiKey.FIND_COORDINATOR, FaultKind.ERROR, count=2, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE),

@@ -136,7 +136,7 @@ def test_a_fetch_error_the_application_must_see_is_raised_from_poll_once(cluster
     from groupclient.coordinator import FaultKind, FaultRule
     from groupclient.errors import RequestFailedError
     from groupclient.protocol.apis import ApiKey
-    from groupclient.protocol.errors import ErrorCode
+    from groupclient.error_codes import ErrorCode
 
     cluster.create_topic("auth", 1)
     cluster.produce("auth", [b"a", b"b"])

@@ -13,7 +13,7 @@ from kafka.protocol.admin.groups import ListGroupsRequest
 from kafka.protocol.consumer.group import HeartbeatRequest
 
 from groupclient.protocol.apis import ApiKey
-from groupclient.protocol.errors import ErrorCode
+from groupclient.error_codes import ErrorCode
 from groupclient.testing import GroupclientCluster
 from groupclient.testing.cluster import api_key, error_code
 from tests.integration.wire import WireClient

@@ -18,7 +18,7 @@ from groupclient import GroupConsumer
 from groupclient.coordinator import EmbeddedCluster
 from groupclient.coordinator.security import ListenerSecurity
 from groupclient.errors import SaslAuthenticationError, TlsError
-from groupclient.protocol.errors import ErrorCode
+from groupclient.error_codes import ErrorCode
 from groupclient.testing.certificates import Certificates, make_certificates
 from tests.integration.peers import holds_for, wait_until
 from tests.integration.wire import WireClient

@@ -17,7 +17,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest
 
 from groupclient.coordinator import EmbeddedCluster, FaultKind, FaultRule
 from groupclient.protocol.apis import API_SPECS, ApiKey
-from groupclient.protocol.errors import ErrorCode
+from groupclient.error_codes import ErrorCode
 from tests.integration.wire import WireClient
 
 pytestmark = pytest.mark.integration

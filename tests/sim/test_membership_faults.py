@@ -11,7 +11,7 @@ from groupclient import GroupConsumer
 from groupclient.coordinator.faults import FaultKind, FaultRule
 from groupclient.errors import CommitFailedError, WakeupError
 from groupclient.protocol.apis import ApiKey
-from groupclient.protocol.errors import ErrorCode
+from groupclient.error_codes import ErrorCode
 from groupclient.testing import Behaviour, GroupSimulation
 from tests.sim.polling import poll_until
 

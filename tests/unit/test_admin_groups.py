@@ -25,7 +25,7 @@ from groupclient.admin.render import GroupWatch, partitions, render_description,
 from groupclient.clock import FakeClock, Timer
 from groupclient.cli_args import bootstrap_servers, int_at_least, log_level, port, positive_float, topic
 from groupclient.protocol.consumer_protocol import Assignment, encode_assignment
-from groupclient.protocol.errors import ErrorCode
+from groupclient.error_codes import ErrorCode
 
 
 def tps(spec: str) -> tuple[TopicPartition, ...]:

@@ -15,7 +15,7 @@ from groupclient.member.heartbeat import Heartbeat
 from groupclient.network.client import NetworkClient, NetworkConfig, parse_bootstrap
 from groupclient.network.connection import ConnectionState, InFlight
 from groupclient.network.future import RequestFuture
-from groupclient.protocol.errors import ErrorCode
+from groupclient.error_codes import ErrorCode
 
 
 # -- RequestFuture -------------------------------------------------------------------------
@@ -113,7 +113,7 @@ def test_heartbeat_timing() -> None:
     hb.failed(3010)
     assert hb.time_to_next_heartbeat(3050) == 50 and hb.should_heartbeat(3100)  # retry after backoff
     # the session runs from when the last answered heartbeat was *sent*: the coordinator got it later
-    assert not hb.session_timeout_expired(9999) and hb.session_timeout_expired(10000)
+    assert not hb.lease_expired(9999) and hb.lease_expired(10000)
     hb.poll(5000)
     assert hb.time_to_poll_timeout(6000) == 19000
     assert not hb.poll_timeout_expired(25000) and hb.poll_timeout_expired(25001)

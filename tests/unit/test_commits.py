@@ -20,7 +20,7 @@ from groupclient.member.member_state import MemberState
 from groupclient.member.membership import GroupMembership
 from groupclient.member.types import Generation, GroupConfig
 from groupclient.protocol.apis import ApiKey
-from groupclient.protocol.errors import ErrorCode
+from groupclient.error_codes import ErrorCode
 
 from .scripted_network import ScriptedClient
 from .test_membership import find_ok

@@ -28,7 +28,7 @@ from groupclient.errors import (
     RequestTimedOutError, RetriableError, UnexpectedBrokerError,
 )
 from groupclient.protocol.apis import ApiKey
-from groupclient.protocol.errors import ErrorCode
+from groupclient.error_codes import ErrorCode
 
 TP = TopicPartition("t", 0)
 

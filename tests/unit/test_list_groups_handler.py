@@ -14,7 +14,7 @@ from kafka.protocol.admin.groups import ListGroupsRequest
 from groupclient.coordinator.group.offsets import OffsetToCommit, commit_offsets
 from groupclient.coordinator.handlers import HANDLERS
 from groupclient.protocol.apis import API_SPECS, ApiKey
-from groupclient.protocol.errors import ErrorCode
+from groupclient.error_codes import ErrorCode
 
 from .group_harness import Harness
 

@@ -19,7 +19,7 @@ from groupclient.member.membership import GroupMembership
 from groupclient.member.types import GroupConfig, JoinedMember
 from groupclient.protocol.apis import ApiKey
 from groupclient.protocol.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
-from groupclient.protocol.errors import ErrorCode
+from groupclient.error_codes import ErrorCode
 
 from .scripted_network import ScriptedClient
 from .test_membership import find_ok, heartbeat_answer, join_answer, sync_answer

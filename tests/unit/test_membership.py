@@ -14,7 +14,7 @@ from groupclient.member.member_state import MemberState
 from groupclient.member.membership import GroupMembership
 from groupclient.member.types import COORDINATOR_ID_BASE, HEARTBEAT_ID_BASE, Generation, GroupConfig, JoinedMember
 from groupclient.protocol.apis import ApiKey
-from groupclient.protocol.errors import ErrorCode
+from groupclient.error_codes import ErrorCode
 
 from .scripted_network import ScriptedClient
 

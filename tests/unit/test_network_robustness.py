@@ -31,7 +31,7 @@ from groupclient.network.future import RequestFuture
 from groupclient.network.io import EVENT_READ, EVENT_WRITE, SocketIO, Stream
 from groupclient.network.metadata import ClusterMetadata
 from groupclient.protocol.apis import ApiKey
-from groupclient.protocol.errors import ErrorCode
+from groupclient.error_codes import ErrorCode
 from tests.memory_broker import SIZE, FakeStream, api_versions_answer, take_requests
 
 LIMIT = 100_000_000  # BrokerConnection's default max_response_bytes

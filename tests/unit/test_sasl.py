@@ -12,7 +12,7 @@ from groupclient.coordinator.sasl_session import Gate, SaslPhase, SaslSession
 from groupclient.coordinator.security import ListenerSecurity, UserStore
 from groupclient.network.security import SaslExchange, SaslSettings
 from groupclient.protocol.apis import ApiKey
-from groupclient.protocol.errors import ErrorCode
+from groupclient.error_codes import ErrorCode
 from groupclient.protocol.sasl import (
     SCRAM_SHA_256, SCRAM_SHA_512, SaslError, ScramClient, ScramServer, make_credential, parse_plain, plain_message,
 )

@@ -12,7 +12,7 @@ import logging
 import uuid
 from collections.abc import Callable
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from ..config import CoordinatorConfig
 from ..placement import offsets_partition_for
 from ..storage.group_store import GroupStore

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from .state import CAN_REBALANCE, GroupState, check_transition
 
 log = logging.getLogger("groupclient.coordinator.group")

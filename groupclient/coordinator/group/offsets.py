@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from ..storage.group_store import CommittedOffset, TopicPartition
 from .coordinator import GroupCoordinator
 from .metadata import Group

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from ..storage.group_store import TopicPartition
 from .metadata import Group
 from .state import GroupState

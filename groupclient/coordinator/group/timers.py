@@ -33,10 +33,6 @@ class TimerQueue:
     def cancel(self, key: Hashable) -> None:
         self._live.pop(key, None)
 
-    def deadline_of(self, key: Hashable) -> int | None:
-        entry = self._live.get(key)
-        return None if entry is None else entry[0]
-
     def __contains__(self, key: Hashable) -> bool:
         return key in self._live
 

@@ -7,7 +7,7 @@ from typing import Any
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 
 from ...protocol.apis import API_SPECS
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from .context import Handler, RequestContext
 
 

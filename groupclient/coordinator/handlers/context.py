@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 
 from ..runtime import Waiter
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafka.protocol.admin.topics import CreateTopicsResponse
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from ..storage.topic_log import validate_topic_name
 from .context import Handler, RequestContext
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafka.protocol.admin.groups import DeleteGroupsResponse
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from ..group.retention import delete_groups
 from .context import Handler, RequestContext
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafka.protocol.admin.groups import DescribeGroupsResponse
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from ..group.state import GroupState
 from .context import Handler, RequestContext
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from kafka.protocol.consumer.fetch import FetchResponse
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from .context import Handler, RequestContext
 
 TopicResponse = FetchResponse.FetchableTopicResponse

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from .context import Handler, RequestContext
 
 GROUP_KEY_TYPE = 0

@@ -7,7 +7,7 @@ from typing import Any
 
 from kafka.protocol.producer.transaction import InitProducerIdResponse
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from .context import Handler, RequestContext
 
 log = logging.getLogger("groupclient.coordinator.produce")

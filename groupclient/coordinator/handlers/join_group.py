@@ -6,7 +6,7 @@ from typing import Any
 
 from kafka.protocol.consumer.group import JoinGroupResponse
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from ..group.coordinator import JoinRequest
 from ..group.metadata import JoinResult
 from .context import Handler, RequestContext

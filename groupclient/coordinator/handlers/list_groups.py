@@ -11,7 +11,7 @@ from typing import Any
 
 from kafka.protocol.admin.groups import ListGroupsResponse
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from .context import Handler, RequestContext
 
 GROUP_TYPE = "classic"

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafka.protocol.consumer.offsets import ListOffsetsResponse
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from .context import Handler, RequestContext
 
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafka.protocol.consumer.group import OffsetCommitResponse
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from ..group.offsets import OffsetToCommit, commit_offsets
 from .context import Handler, RequestContext
 

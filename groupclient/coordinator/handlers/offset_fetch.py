@@ -6,7 +6,7 @@ from typing import Any
 
 from kafka.protocol.consumer.group import OffsetFetchResponse
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from ..group.offsets import fetch_offsets
 from ..storage.group_store import CommittedOffset, TopicPartition
 from .context import Handler, RequestContext

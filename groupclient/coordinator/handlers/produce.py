@@ -7,7 +7,7 @@ from typing import Any
 
 from kafka.protocol.producer import ProduceResponse
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from ..storage.topic_log import InvalidRecords
 from .context import Handler, RequestContext
 

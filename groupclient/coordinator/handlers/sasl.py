@@ -8,7 +8,7 @@ from typing import Any
 
 from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from .context import Handler, RequestContext
 
 

@@ -108,9 +108,6 @@ class GroupStore:
     def group_ids(self) -> set[str]:
         return set(self.groups) | set(self.offsets)
 
-    def journal_bytes(self) -> int:
-        return self._journal.size_bytes if self._journal is not None else 0
-
     def close(self) -> None:
         if self._journal is not None:
             self._journal.close()

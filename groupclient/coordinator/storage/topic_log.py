@@ -19,7 +19,7 @@ from pathlib import Path
 
 from kafka.record.util import calc_crc32c
 
-from ...protocol.errors import ErrorCode
+from ...error_codes import ErrorCode
 from ...protocol.names import name_problem
 from .journal import Journal, OpenFiles
 
