@@ -184,7 +184,7 @@ class _Ours(_Impl):
             if member in owned:
                 member_assignor.on_assignment(Assignment(owned[member]), generation)
                 member_generation = generation
-            # as consumer_membership.protocols(): under EAGER the member gave everything up first
+            # as ConsumerGroupHooks.protocols(): under EAGER the member gave everything up first
             subscriptions[member] = Subscription(
                 sorted(topics), member_assignor.subscription_user_data(set(topics)),
                 list(owned.get(member, ())) if self.cooperative else [], member_generation)

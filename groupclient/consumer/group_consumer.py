@@ -20,28 +20,32 @@ from kafka.consumer.fetcher import ConsumerRecord
 from kafka.future import Future as KafkaFuture
 from kafka.structs import ConsumerGroupMetadata, MemberState, OffsetAndMetadata, TopicPartition
 
-from ..assignors.base import RebalanceProtocol
+from ..assignors.base import RebalanceProtocol, common_protocol
 from ..assignors.registry import resolve_assignors
 from ..clock import Clock, SystemClock, Timer
 from ..errors import ArgumentTypeError, CommitFailedError, ConfigurationError, IllegalStateError
-from ..member.member_state import MemberState as MemberPhase
-from .consumer_membership import CommitCallback, ConsumerMembership
+from ..member.coordinator_lookup import CoordinatorLookup
+from ..member.group_member import GroupMember
 from ..member.heartbeat_thread import HeartbeatThread
-from ..member.membership import GroupMembership
+from ..member.join import GroupJoin
+from ..member.member_state import MemberState as MemberPhase
 from ..member.types import GroupConfig
 from ..network.client import NetworkClient, NetworkConfig, parse_bootstrap
 from ..network.io import IOBackend
 from ..network.security import security_from_config
+from .assigned import AssignedPartitions
+from .commits import CommitCallback, OffsetCommitter
 from .config import build_config, check_name, default_config
 from .fetcher import FetchConfig, Fetcher
+from .group_hooks import ConsumerGroupHooks
 from .interceptors import InterceptorChain
 from .listener import ListenerCalls
 from .metrics import ConsumerMetrics
-from .ownership import ThreadOwnership
 from .positions import PositionControl
 from .queries import ClusterQueries, check_partition
-from .rebalance_events import RebalanceEvent
+from .rebalance_events import RebalanceEvent, RebalanceRecorder
 from .subscription import SubscriptionState, SubscriptionType
+from .thread_ownership import ThreadOwnership
 
 log = logging.getLogger("groupclient.consumer")
 
@@ -85,38 +89,23 @@ class GroupConsumer(ClusterQueries, PositionControl):
             bootstrap, cfg["client_id"], cfg["request_timeout_ms"], cfg["reconnect_backoff_ms"],
             cfg["reconnect_backoff_max_ms"], cfg["max_in_flight_requests_per_connection"],
             cfg["metadata_max_age_ms"], cfg["allow_auto_create_topics"], cfg["retry_backoff_ms"],
-            security), self._clock, io=io)
-        if self._metrics is not None:
-            self._client.observer = self._metrics.on_request_done
-            self._client.io_observer = self._metrics.on_io
+            security), self._clock, io=io,
+            observer=self._metrics.on_request_done if self._metrics is not None else None,
+            io_observer=self._metrics.on_io if self._metrics is not None else None)
         self._subscription = SubscriptionState(cfg["auto_offset_reset"])
-        self._listener_calls = ListenerCalls()
+        self._events = RebalanceRecorder(self._event_callbacks(cfg["rebalance_event_callback"]))
+        self._listener_calls = ListenerCalls(observer=self._events.listener_called)
         self._fetcher = Fetcher(self._client, self._subscription, FetchConfig(
             cfg["fetch_min_bytes"], cfg["fetch_max_wait_ms"], cfg["fetch_max_bytes"],
             cfg["max_partition_fetch_bytes"], 1 if cfg["isolation_level"] == "read_committed" else 0,
             cfg["check_crcs"], cfg["key_deserializer"], cfg["value_deserializer"]))
-        self._consumer_membership: ConsumerMembership | None = None
-        self._membership: GroupMembership | None = None
+        self._member: GroupMember | None = None
+        self._join: GroupJoin | None = None
+        self._hooks: ConsumerGroupHooks | None = None
+        self._committer: OffsetCommitter | None = None
         self._heartbeat_thread: HeartbeatThread | None = None
         if cfg["group_id"] is not None:
-            self._consumer_membership = ConsumerMembership(
-                self._subscription, resolve_assignors(cfg["partition_assignment_strategy"]), self._listener_calls,
-                cfg["enable_auto_commit"], cfg["auto_commit_interval_ms"], cfg["client_rack"])
-            self._membership = GroupMembership(self._client, self._clock, GroupConfig(
-                cfg["group_id"], cfg["group_instance_id"], cfg["session_timeout_ms"], cfg["max_poll_interval_ms"],
-                cfg["heartbeat_interval_ms"], cfg["retry_backoff_ms"], cfg["request_timeout_ms"]), self._consumer_membership)
-            self._consumer_membership.membership = self._membership
-            self._membership.keeps_partitions_while_rejoining = \
-                self._consumer_membership.protocol is RebalanceProtocol.COOPERATIVE
-            self._consumer_membership.drop_fetched = lambda: self._fetcher.drop_buffered(set())
-            if self._interceptors:
-                self._consumer_membership.on_commit = self._interceptors.on_commit
-            callbacks = self._consumer_membership.events.callbacks
-            if self._metrics is not None:
-                metrics = self._metrics
-                callbacks.append(lambda event: metrics.on_rebalance(event.total_ms))
-            if cfg["rebalance_event_callback"] is not None:
-                callbacks.append(cfg["rebalance_event_callback"])
+            self._build_group(cfg)
         self._iterator: Iterator[ConsumerRecord] | None = None
         if cfg["api_version"] is None:
             # kafka-python's constructor fails when no broker answers within bootstrap_timeout_ms
@@ -127,6 +116,37 @@ class GroupConsumer(ClusterQueries, PositionControl):
                 raise
         if topics:
             self.subscribe(list(topics))
+
+    def _event_callbacks(self, configured: Callable[[RebalanceEvent], Any] | None) -> list[Callable[[RebalanceEvent], Any]]:
+        callbacks: list[Callable[[RebalanceEvent], Any]] = []
+        if self._metrics is not None:
+            metrics = self._metrics
+            callbacks.append(lambda event: metrics.on_rebalance(event.total_ms))
+        if configured is not None:
+            callbacks.append(configured)
+        return callbacks
+
+    def _build_group(self, cfg: dict[str, Any]) -> None:
+        """The member side and the consumer's part of it, each given what it works with."""
+        assignors = resolve_assignors(cfg["partition_assignment_strategy"])
+        protocol = common_protocol(assignors)
+        drop_fetched = self._drop_fetched
+        group = GroupConfig(cfg["group_id"], cfg["group_instance_id"], cfg["session_timeout_ms"],
+                            cfg["max_poll_interval_ms"], cfg["heartbeat_interval_ms"], cfg["retry_backoff_ms"],
+                            cfg["request_timeout_ms"])
+        self._member = GroupMember(
+            self._client, self._clock, group, CoordinatorLookup(self._client, group.group_id, group.retry_backoff_ms),
+            AssignedPartitions(self._subscription, drop_fetched, group.group_id),
+            keeps_partitions_while_rejoining=protocol is RebalanceProtocol.COOPERATIVE)
+        self._committer = OffsetCommitter(
+            self._member, self._subscription, cfg["enable_auto_commit"], cfg["auto_commit_interval_ms"],
+            on_commit=self._interceptors.on_commit if self._interceptors else None)
+        self._hooks = ConsumerGroupHooks(self._member, self._committer, self._subscription, assignors, protocol,
+                                         self._listener_calls, self._events, drop_fetched, cfg["client_rack"])
+        self._join = GroupJoin(self._member, self._hooks)
+
+    def _drop_fetched(self) -> None:
+        self._fetcher.drop_buffered(set())
 
     # -- subscription --------------------------------------------------------------------
     def subscribe(self, topics: Iterable[str] | str = (), pattern: str | None = None, listener: Any = None) -> None:
@@ -163,9 +183,9 @@ class GroupConsumer(ClusterQueries, PositionControl):
             self._subscription.subscribe(set(names), compiled)
             self._listener_calls.listener = listener
             self._client.set_topics(None if compiled is not None else set(names))
-            if self._membership is not None and self._subscription.topics != before:
+            if self._member is not None and self._subscription.topics != before:
                 # also while a JoinGroup is under way: that join carries the old subscription
-                self._membership.request_rejoin(f"subscription changed to {sorted(self._subscription.topics)}")
+                self._member.request_rejoin(f"subscription changed to {sorted(self._subscription.topics)}")
 
     def subscription(self) -> set[str] | None:
         with self._ownership.acquired():
@@ -233,8 +253,8 @@ class GroupConsumer(ClusterQueries, PositionControl):
             # wait for network events: a fetch answer comes within fetch_max_wait_ms, and
             # wakeup() or another thread's send interrupts the wait at once
             wait = min(timer.remaining_ms(), self.config["fetch_max_wait_ms"] + 100, 1000)
-            if self._membership is not None and self._membership.heartbeat_enabled():
-                wait = min(wait, self._membership.time_to_next_heartbeat(self._clock.monotonic_ms()) + 1)
+            if self._member is not None and self._member.heartbeat_enabled():
+                wait = min(wait, self._member.time_to_next_heartbeat(self._clock.monotonic_ms()) + 1)
             self._client.poll_until(None, Timer(self._clock, wait))
             if timer.expired():
                 self._raise_pending()
@@ -242,53 +262,54 @@ class GroupConsumer(ClusterQueries, PositionControl):
 
     def _raise_pending(self) -> None:
         self._listener_calls.raise_pending()
-        if self._membership is not None:
-            error = self._membership.fatal_error
+        if self._member is not None:
+            error = self._member.fatal_error
             if error is not None:
                 raise error
 
     def _poll_group(self, timer: Timer) -> bool:
         """Metadata, group membership, auto-commit; True when partitions can be fetched."""
         self._client.maybe_update_metadata()
-        group, membership = self._consumer_membership, self._membership
-        if group is not None:
-            group.invoke_completed_commit_callbacks()
-        if membership is None and self._subscription.is_group_subscribed():
+        committer, hooks, member, join = self._committer, self._hooks, self._member, self._join
+        if committer is not None:
+            committer.invoke_completed_commit_callbacks()
+        if member is None and self._subscription.is_group_subscribed():
             return self._assign_all_partitions(timer)
-        if group is None or membership is None or not self._subscription.is_group_subscribed():
-            if group is not None:
-                group.maybe_auto_commit(self._clock.monotonic_ms())
+        if (committer is None or hooks is None or member is None or join is None
+                or not self._subscription.is_group_subscribed()):
+            if committer is not None:
+                committer.maybe_auto_commit(self._clock.monotonic_ms())
             return True
         now = self._clock.monotonic_ms()
         # every turn of the poll loop counts as polling (Java's pollHeartbeat), so one long
         # poll() on an idle topic never looks like an application that stopped polling
-        membership.poll_heartbeat(now)
+        member.poll_heartbeat(now)
         # a member that was frozen past its lease lets go before it hands out another record
-        membership.check_lease(now)
+        member.check_lease(now)
         if self._subscription.pattern is not None and self._client.metadata.version:
             if self._subscription.match_pattern(self._client.metadata.topics()):
-                membership.request_rejoin(f"the pattern now matches {sorted(self._subscription.topics)}")
+                member.request_rejoin(f"the pattern now matches {sorted(self._subscription.topics)}")
         if not self._wait_for_topic_metadata(timer):
             return False
-        if group.metadata_changed_since_assignment():
-            group.assigned_snapshot = None
-            membership.request_rejoin("partition metadata changed since the last assignment")
-        if membership.coordinator_unknown() and not membership.ensure_coordinator_ready(timer):
+        if hooks.metadata_changed_since_assignment():
+            hooks.assigned_snapshot = None
+            member.request_rejoin("partition metadata changed since the last assignment")
+        if member.coordinator_unknown() and not member.ensure_coordinator_ready(timer):
             # Java's ConsumerCoordinator.poll looks the coordinator up on every poll; meanwhile a
             # stable member goes on fetching what it owns (its lease, checked above, says until when)
-            return membership.is_stable() and not membership.rejoin_needed_or_pending()
+            return member.is_stable() and not join.needed_or_pending()
         # started before the first join, as Java does: a member waiting for its assignment
         # heartbeats too, and reads answers while the application is away
         self._start_heartbeat_thread()
-        if membership.rejoin_needed_or_pending():
-            if group.protocol is RebalanceProtocol.COOPERATIVE and self._subscription.assigned():
+        if join.needed_or_pending():
+            if hooks.protocol is RebalanceProtocol.COOPERATIVE and self._subscription.assigned():
                 # KIP-429: a cooperative member goes on consuming what it owns while the group
                 # rebalances; the join advances a step per turn of the poll loop
-                membership.join_group_if_needed(Timer(self._clock, 0))
-            elif not membership.join_group_if_needed(timer):
+                join.join_group_if_needed(Timer(self._clock, 0))
+            elif not join.join_group_if_needed(timer):
                 return False
-        group.maybe_auto_commit(self._clock.monotonic_ms())
-        membership.send_heartbeat_if_due(self._clock.monotonic_ms())
+        committer.maybe_auto_commit(self._clock.monotonic_ms())
+        member.send_heartbeat_if_due(self._clock.monotonic_ms())
         return True
 
     def _assign_all_partitions(self, timer: Timer) -> bool:
@@ -319,15 +340,15 @@ class GroupConsumer(ClusterQueries, PositionControl):
                 return False
 
     def _start_heartbeat_thread(self) -> None:
-        if self._heartbeat_thread is None and self._membership is not None:
-            self._heartbeat_thread = HeartbeatThread(self._membership, self._on_poll_timeout)
+        if self._heartbeat_thread is None and self._member is not None:
+            self._heartbeat_thread = HeartbeatThread(self._member, self._on_poll_timeout)
             self._heartbeat_thread.start()
 
     def _on_poll_timeout(self) -> None:
         # runs on the heartbeat thread: drop the partitions before LeaveGroup goes out, so that no
         # other member can be assigned a partition this one still claims
-        assert self._consumer_membership is not None
-        self._consumer_membership.on_ownership_lost("poll() was not called within max_poll_interval_ms")
+        assert self._member is not None
+        self._member.ownership.on_ownership_lost("poll() was not called within max_poll_interval_ms")
 
     def __iter__(self) -> GroupConsumer:
         return self
@@ -354,10 +375,10 @@ class GroupConsumer(ClusterQueries, PositionControl):
                 raise StopIteration
 
     # -- offsets -------------------------------------------------------------------------
-    def _group(self) -> ConsumerMembership:
-        if self._consumer_membership is None:
+    def _group(self) -> OffsetCommitter:
+        if self._committer is None:
             raise IllegalStateError("committing offsets needs a group_id")
-        return self._consumer_membership
+        return self._committer
 
     def commit(self, offsets: dict[TopicPartition, OffsetAndMetadata] | None = None, timeout_ms: int | None = None) -> None:
         with self._ownership.acquired():
@@ -414,17 +435,17 @@ class GroupConsumer(ClusterQueries, PositionControl):
     # -- group ---------------------------------------------------------------------------
     def enforce_rebalance(self, reason: str = "the application asked for a rebalance") -> None:
         with self._ownership.acquired():
-            if self._membership is None or not self._subscription.is_group_subscribed():
+            if self._member is None or not self._subscription.is_group_subscribed():
                 raise IllegalStateError("enforce_rebalance() needs a group subscription")
-            self._membership.request_rejoin(reason)
+            self._member.request_rejoin(reason)
 
     def group_metadata(self) -> GroupMetadata:
         """The member's group id, generation, member id, instance id and state, as kafka-python's
         ConsumerGroupMetadata (plus ``.phase``).  Without a group_id: group_id None, unjoined.
         Safe to call from any thread."""
-        if self._membership is None:
+        if self._member is None:
             return GroupMetadata(None, -1, "", None, MemberState.UNJOINED)
-        generation, state = self._membership.generation_and_state()
+        generation, state = self._member.generation_and_state()
         metadata = GroupMetadata(self.config["group_id"], generation.generation_id, generation.member_id,
                                  self.config["group_instance_id"], _KAFKA_PYTHON_STATE[state])
         metadata.phase = state.value
@@ -433,9 +454,9 @@ class GroupConsumer(ClusterQueries, PositionControl):
     def add_rebalance_event_callback(self, callback: Callable[[RebalanceEvent], Any]) -> None:
         """Also call ``callback`` with every rebalance's :class:`RebalanceEvent` (on the thread
         running poll(); an exception is logged).  Same as the rebalance_event_callback config."""
-        if self._consumer_membership is None:
+        if self._member is None:
             raise IllegalStateError("rebalance events need a group_id")
-        self._consumer_membership.events.callbacks.append(callback)
+        self._events.callbacks.append(callback)
 
     def wakeup(self) -> None:
         """Thread-safe: make a blocking call in the owning thread raise WakeupError."""
@@ -447,16 +468,16 @@ class GroupConsumer(ClusterQueries, PositionControl):
             raise IllegalStateError("the consumer is closed")
 
     def _leave_group(self, reason: str) -> None:
-        membership = self._membership
-        if membership is None or not self._subscription.is_group_subscribed():
+        member = self._member
+        if member is None or not self._subscription.is_group_subscribed():
             return
         owned = self._subscription.assigned() | self._subscription.take_lost()
         if owned:
             # not stable: the group may have moved on without this member, so it must not commit
-            stable = membership.generation_if_stable() is not None
+            stable = member.generation_if_stable() is not None
             self._listener_calls.call("on_partitions_revoked" if stable else "on_partitions_lost", owned)
         self._subscription.set_group_assignment(set())
-        future = membership.maybe_leave_group(reason)
+        future = member.maybe_leave_group(reason)
         if future is not None:
             self._client.poll_until(future, Timer(self._clock, self.config["request_timeout_ms"]), wakeup=False)
 
@@ -466,7 +487,7 @@ class GroupConsumer(ClusterQueries, PositionControl):
                 return
             timer = Timer(self._clock, timeout_ms if timeout_ms is not None else 30000)
             try:
-                group = self._consumer_membership
+                group = self._committer
                 # commit while the heartbeat thread still keeps the member in the group
                 if autocommit and group is not None and self.config["enable_auto_commit"]:
                     try:

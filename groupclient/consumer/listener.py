@@ -37,11 +37,11 @@ class ConsumerRebalanceListener:
 class ListenerCalls:
     """Calls the user's listener and keeps the first exception for ``poll()`` to raise."""
 
-    def __init__(self) -> None:
-        self.listener: object | None = None
+    def __init__(self, observer: Callable[[str, set[TopicPartition]], None] | None = None) -> None:
+        self.listener: object | None = None  # the subscribe() call's listener
         self.pending_error: BaseException | None = None
         # told of every call, listener or not (the rebalance events count partitions here)
-        self.observer: Callable[[str, set[TopicPartition]], None] | None = None
+        self.observer = observer
 
     def call(self, method: str, partitions: set[TopicPartition]) -> None:
         if self.observer is not None and partitions:

@@ -7,10 +7,10 @@ from typing import Any
 
 from ..clock import Clock
 from ..network.client import NetworkClient
-from .consumer_membership import ConsumerMembership
+from .commits import OffsetCommitter
 from .fetcher import Fetcher
 from .metrics import ConsumerMetrics
-from .ownership import ThreadOwnership
+from .thread_ownership import ThreadOwnership
 from .subscription import SubscriptionState
 
 
@@ -21,7 +21,7 @@ class ConsumerParts:
     _fetcher: Fetcher
     _subscription: SubscriptionState
     _ownership: ThreadOwnership
-    _consumer_membership: ConsumerMembership | None
+    _committer: OffsetCommitter | None
     _metrics: ConsumerMetrics | None
     _iterator: Any
 

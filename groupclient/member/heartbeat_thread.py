@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 
 from ..clock import ThreadHandle, Timer
-from .membership import GroupMembership
+from .group_member import GroupMember
 
 log = logging.getLogger("groupclient.member")
 
@@ -23,16 +23,16 @@ IDLE_CHECK_MS = 250  # how often a member that has not joined looks whether it h
 
 
 class HeartbeatThread:
-    def __init__(self, membership: GroupMembership, on_poll_timeout: Callable[[], None]) -> None:
-        self.membership = membership
+    def __init__(self, member: GroupMember, on_poll_timeout: Callable[[], None]) -> None:
+        self.member = member
         self.on_poll_timeout = on_poll_timeout
         self._stop_event = threading.Event()
         self._wake = threading.Event()
         self._thread: ThreadHandle | None = None
 
     def start(self) -> None:
-        name = f"groupclient-heartbeat-{self.membership.config.group_id}"
-        self._thread = self.membership.clock.start_thread(name, self.run)
+        name = f"groupclient-heartbeat-{self.member.config.group_id}"
+        self._thread = self.member.clock.start_thread(name, self.run)
 
     def is_alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
@@ -44,7 +44,7 @@ class HeartbeatThread:
             self._thread.join(timeout_s)
 
     def run(self) -> None:
-        m = self.membership
+        m = self.member
         while not self._stop_event.is_set():
             try:
                 wait_ms = self._step()
@@ -57,7 +57,7 @@ class HeartbeatThread:
 
     def _step(self) -> int:
         """One turn: what is due now; returns how long nothing else is due (ms)."""
-        m = self.membership
+        m = self.member
         now = m.clock.monotonic_ms()
         if not m.heartbeat_enabled():
             # the application thread drives joins; a cooperative member keeps its partitions
@@ -81,7 +81,7 @@ class HeartbeatThread:
         if m.coordinator_unknown():
             # Java's heartbeat thread looks the coordinator up itself: a member whose application
             # is busy must not lose its place because nobody asked where the coordinator went
-            m.lookup_coordinator()
+            m.coordinator.lookup()
         elif m.should_heartbeat(now):
             m.send_heartbeat()
             wait = m.config.heartbeat_interval_ms

@@ -53,12 +53,29 @@ class Joined:
     members: list[JoinedMember]
 
 
-class GroupHooks(Protocol):
-    """What the consumer adds to membership (Java's ConsumerCoordinator overrides)."""
+class PartitionOwnership(Protocol):
+    """What the member side needs of the partitions the consumer owns.  Called from either thread:
+    the heartbeat thread drops them the moment the ownership lease ends."""
 
-    def protocols(self) -> list[tuple[str, bytes]]: ...
+    def owns_partitions(self) -> bool:
+        """Whether the member holds any partition now."""
 
-    def perform_assignment(self, leader_id: str, protocol: str, members: list[JoinedMember]) -> dict[str, bytes]: ...
+    def ownership_epoch(self) -> int:
+        """Changes whenever the partitions are dropped (``on_ownership_lost``)."""
+
+    def on_ownership_lost(self, reason: str) -> None:
+        """The partitions may belong to others already: drop them at once."""
+
+
+class RebalanceHooks(Protocol):
+    """What the consumer adds to a join (Java's ConsumerCoordinator overrides).  Called on the
+    application thread only, by :class:`~groupclient.member.join.GroupJoin`."""
+
+    def protocols(self, generation: Generation) -> list[tuple[str, bytes]]:
+        """The (assignor name, subscription metadata) pairs of a JoinGroup sent in ``generation``."""
+
+    def perform_assignment(self, leader_id: str, protocol: str, members: list[JoinedMember]) -> dict[str, bytes]:
+        """The leader's assignment: member id -> encoded assignment."""
 
     def watch_group(self, protocol: str, members: list[JoinedMember]) -> None:
         """A static leader was told to skip the assignment: it still learns the group's topics."""
@@ -67,15 +84,6 @@ class GroupHooks(Protocol):
         """Give up partitions before a JoinGroup; False when not done within the timer (the
         next poll goes on where this one stopped)."""
 
-    def ownership_epoch(self) -> int:
-        """Changes whenever the partitions are dropped (``on_ownership_lost``; any thread)."""
-
     def on_join_complete(self, generation: Generation, assignment: bytes, epoch: int) -> bool:
         """Apply the assignment; False, not applied, if the partitions were dropped since
-        ``ownership_epoch()`` returned ``epoch`` (the member must join again)."""
-
-    def owns_partitions(self) -> bool:
-        """Whether the member holds any partition now (any thread)."""
-
-    def on_ownership_lost(self, reason: str) -> None:
-        """The partitions may belong to others already: drop them at once (any thread)."""
+        ``PartitionOwnership.ownership_epoch()`` returned ``epoch`` (the member must join again)."""

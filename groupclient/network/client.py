@@ -65,7 +65,8 @@ def parse_bootstrap(servers: str | list[str]) -> list[tuple[str, int]]:
 
 class NetworkClient:
     def __init__(self, config: NetworkConfig, clock: Clock, rng: random.Random | None = None,
-                 io: IOBackend | None = None) -> None:
+                 io: IOBackend | None = None, observer: Callable[[int, int, Any, bool], None] | None = None,
+                 io_observer: Callable[[int, int], None] | None = None) -> None:
         self.config = config
         self.clock = clock
         self.metadata = ClusterMetadata(config.metadata_max_age_ms, retry_backoff_ms=config.retry_backoff_ms)
@@ -88,9 +89,9 @@ class NetworkClient:
         # the next poll() outside the lock
         self._deferred: list[Completion] = []
         # told of every answered or failed request: (API key, latency ms, answer or error, failed)
-        self.observer: Callable[[int, int, Any, bool], None] | None = None
+        self.observer = observer
         # told of the bytes sent and received by each poll() that moved any: (sent, received)
-        self.io_observer: Callable[[int, int], None] | None = None
+        self.io_observer = io_observer
         self._io_counters = IoCounters()
         # the last failed authentication (TLS or SASL), raised by the application's next wait
         self._auth_failure: AuthenticationError | None = None

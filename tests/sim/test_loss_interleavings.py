@@ -61,7 +61,7 @@ class LossAtAcquisition:
         self._lock.release()
 
     def _lose(self) -> None:
-        membership = self._consumer._membership
+        membership = self._consumer._member
         assert membership is not None
         # one lock per object, never nested: the driver holds no membership lock here
         assert membership._lock.acquire(blocking=False), "subscription lock taken under the membership lock"
@@ -80,7 +80,7 @@ class LossAtAcquisition:
         """Until the member has joined again, it owns nothing: what the loss took away comes
         back only through a new assignment.  (Read without the lock: in the simulation no other
         thread runs while the driver does.)"""
-        membership = self._consumer._membership
+        membership = self._consumer._member
         assert membership is not None
         owned = self._consumer._subscription._assignment
         if owned and membership.current_generation().generation_id < 0:
@@ -155,7 +155,7 @@ def test_seek_and_pause_of_a_partition_just_lost_do_nothing_and_of_a_stranger_fa
             break
     owned = sorted(consumer.assignment())
     assert len(owned) == 2
-    membership = consumer._membership
+    membership = consumer._member
     assert membership is not None
     membership.reset_generation_if(membership.current_generation(), "the test fences the generation", True)
     assert consumer.assignment() == set()

@@ -244,7 +244,7 @@ def test_a_stable_member_goes_on_consuming_while_its_coordinator_is_looked_up(ma
     sim.inject_fault(FaultRule(int(ApiKey.FIND_COORDINATOR), FaultKind.ERROR, count=1_000,
                                error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
     sim.inject_fault(FaultRule(int(ApiKey.HEARTBEAT), FaultKind.ERROR, error_code=ErrorCode.NOT_COORDINATOR))
-    assert sim.run_until(lambda: a.consumer._membership is not None and a.consumer._membership.coordinator_unknown(),
+    assert sim.run_until(lambda: a.consumer._member is not None and a.consumer._member.coordinator_unknown(),
                          5_000)
     before = sum(len(v) for v in a.delivered.values())
     sim.produce("t", 20)

@@ -8,20 +8,18 @@ import pytest
 from kafka.protocol.consumer.group import OffsetCommitResponse
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
-from groupclient.assignors import RangeAssignor
 from groupclient.clock import FakeClock, Timer
-from groupclient.consumer.listener import ListenerCalls
 from groupclient.consumer.subscription import SubscriptionState
 from groupclient.errors import (
     CommitFailedError, FatalGroupError, KafkaTimeoutError, RebalanceInProgressError, RequestFailedError,
 )
-from groupclient.consumer.consumer_membership import ConsumerMembership
+from groupclient.consumer.commits import OffsetCommitter
 from groupclient.member.member_state import MemberState
-from groupclient.member.membership import GroupMembership
-from groupclient.member.types import Generation, GroupConfig
+from groupclient.member.types import Generation
 from groupclient.protocol.apis import ApiKey
 from groupclient.error_codes import ErrorCode
 
+from .group_parts import build_group
 from .scripted_network import ScriptedClient
 from .test_membership import find_ok
 
@@ -42,16 +40,14 @@ def commit_answer(*errors: ErrorCode) -> Any:
 
 
 @pytest.fixture
-def stable() -> tuple[ConsumerMembership, ScriptedClient, FakeClock]:
+def stable() -> tuple[OffsetCommitter, ScriptedClient, FakeClock]:
     clock = FakeClock()
     net = ScriptedClient(clock)
     net.on(ApiKey.FIND_COORDINATOR, find_ok)
     subscription = SubscriptionState("earliest")
     subscription.subscribe({"t"}, None)
-    coordinator = ConsumerMembership(subscription, [RangeAssignor()], ListenerCalls(), False, 5000)
-    membership = GroupMembership(net, clock, GroupConfig("g", None, 10000, 60000, 3000, 100, 30000),
-                                 coordinator)
-    coordinator.membership = membership
+    parts = build_group(net, clock, subscription)
+    coordinator, membership = parts.committer, parts.member
     assert membership.ensure_coordinator_ready(Timer(clock, 1000))
     membership.generation = Generation(3, "m-1", "range")
     membership.state = MemberState.STABLE
@@ -87,7 +83,7 @@ def test_group_errors_fail_the_commit_and_ask_for_a_rejoin(stable: Any, error: E
     net.on(ApiKey.OFFSET_COMMIT, commit_answer(error))
     with pytest.raises(CommitFailedError, match="rebalanc"):
         coordinator.commit_sync(OFFSETS, Timer(clock, 5000))
-    membership = coordinator.membership
+    membership = coordinator.member
     assert membership.state is state and membership.generation.member_id == member_id
     assert membership.rejoin_needed()
 
@@ -97,7 +93,7 @@ def test_a_refused_commit_is_raised_and_the_member_goes_on(stable: Any) -> None:
     net.on(ApiKey.OFFSET_COMMIT, commit_answer(E.OFFSET_METADATA_TOO_LARGE))
     with pytest.raises(RequestFailedError, match="OFFSET_METADATA_TOO_LARGE"):
         coordinator.commit_sync(OFFSETS, Timer(clock, 5000))
-    assert coordinator.membership.fatal_error is None
+    assert coordinator.member.fatal_error is None
 
 
 def test_a_fatal_commit_error_is_kept_for_poll(stable: Any) -> None:
@@ -105,7 +101,7 @@ def test_a_fatal_commit_error_is_kept_for_poll(stable: Any) -> None:
     net.on(ApiKey.OFFSET_COMMIT, commit_answer(E.GROUP_AUTHORIZATION_FAILED))
     with pytest.raises(FatalGroupError):
         coordinator.commit_sync(OFFSETS, Timer(clock, 5000))
-    assert isinstance(coordinator.membership.fatal_error, FatalGroupError)
+    assert isinstance(coordinator.member.fatal_error, FatalGroupError)
 
 
 def test_rebalance_in_progress_on_commit_is_its_own_error(stable: Any) -> None:
@@ -124,7 +120,7 @@ def test_commit_times_out_when_never_answered(stable: Any) -> None:
 
 def test_commit_while_rebalancing_fails_without_a_request(stable: Any) -> None:
     coordinator, net, clock = stable
-    coordinator.membership.state = MemberState.PREPARING_REBALANCE
+    coordinator.member.state = MemberState.PREPARING_REBALANCE
     with pytest.raises(CommitFailedError):
         coordinator.commit_sync(OFFSETS, Timer(clock, 1000))
     assert not net.requests(ApiKey.OFFSET_COMMIT)

@@ -11,7 +11,9 @@ from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
 from groupclient.clock import FakeClock, Timer
 from groupclient.errors import FatalGroupError
 from groupclient.member.member_state import MemberState
-from groupclient.member.membership import GroupMembership
+from groupclient.member.coordinator_lookup import CoordinatorLookup
+from groupclient.member.group_member import GroupMember
+from groupclient.member.join import GroupJoin
 from groupclient.member.types import COORDINATOR_ID_BASE, HEARTBEAT_ID_BASE, Generation, GroupConfig, JoinedMember
 from groupclient.protocol.apis import ApiKey
 from groupclient.error_codes import ErrorCode
@@ -30,7 +32,7 @@ class Hooks:
         self.watched: list[list[JoinedMember]] = []
         self.lost: list[str] = []
 
-    def protocols(self) -> list[tuple[str, bytes]]:
+    def protocols(self, generation: Generation) -> list[tuple[str, bytes]]:
         return [("range", b"sub")]
 
     def perform_assignment(self, leader_id: str, protocol: str, members: list[JoinedMember]) -> dict[str, bytes]:
@@ -82,24 +84,24 @@ def heartbeat_answer(error: ErrorCode) -> Any:
 
 
 @pytest.fixture
-def setup() -> tuple[GroupMembership, ScriptedClient, Hooks, FakeClock]:
+def setup() -> tuple[GroupMember, GroupJoin, ScriptedClient, Hooks, FakeClock]:
     clock = FakeClock()
     net = ScriptedClient(clock)
     hooks = Hooks()
     config = GroupConfig("g", None, session_timeout_ms=10000, rebalance_timeout_ms=60000,
                          heartbeat_interval_ms=3000, retry_backoff_ms=100, request_timeout_ms=30000)
-    membership = GroupMembership(net, clock, config, hooks)
+    member = GroupMember(net, clock, config, CoordinatorLookup(net, "g", 100), hooks)
     net.on(ApiKey.FIND_COORDINATOR, find_ok)
-    return membership, net, hooks, clock
+    return member, GroupJoin(member, hooks), net, hooks, clock
 
 
 def test_leader_path_finds_coordinator_joins_assigns_and_syncs(setup: Any) -> None:
-    membership, net, hooks, clock = setup
+    member, join, net, hooks, clock = setup
     net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req) if req.member_id else join_answer(
         req, E.MEMBER_ID_REQUIRED, member="m-1"))
     net.on(ApiKey.SYNC_GROUP, sync_answer)
-    assert membership.join_group_if_needed(Timer(clock, 10000))
-    assert membership.coordinator_id == COORDINATOR_ID_BASE - 3 and net.nodes[COORDINATOR_ID_BASE - 3] == ("127.0.0.1", 9093)
+    assert join.join_group_if_needed(Timer(clock, 10000))
+    assert member.coordinator.connection == COORDINATOR_ID_BASE - 3 and net.nodes[COORDINATOR_ID_BASE - 3] == ("127.0.0.1", 9093)
     joins = net.requests(ApiKey.JOIN_GROUP)
     assert [j.member_id for j in joins] == ["", "m-1"]  # KIP-394 round trip
     assert joins[0].reason == "initial join"
@@ -108,24 +110,24 @@ def test_leader_path_finds_coordinator_joins_assigns_and_syncs(setup: Any) -> No
     sync = net.requests(ApiKey.SYNC_GROUP)[0]
     assert {a.member_id: a.assignment for a in sync.assignments} == {"m-1": b"asg-m-1", "m-2": b"asg-m-2"}
     assert hooks.assign_calls[0][0] == "m-1" and len(hooks.assign_calls[0][2]) == 2
-    assert membership.state is MemberState.STABLE
+    assert member.state is MemberState.STABLE
     assert hooks.completed == [(Generation(1, "m-1", "range"), b"mine")]
-    assert len(hooks.prepared) == 1 and not membership.rejoin_needed()
+    assert len(hooks.prepared) == 1 and not member.rejoin_needed()
 
 
 def test_follower_sends_an_empty_sync(setup: Any) -> None:
-    membership, net, hooks, clock = setup
+    member, join, net, hooks, clock = setup
     net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req, member="m-2", leader="m-1"))
     net.on(ApiKey.SYNC_GROUP, sync_answer)
-    assert membership.join_group_if_needed(Timer(clock, 10000))
+    assert join.join_group_if_needed(Timer(clock, 10000))
     assert net.requests(ApiKey.SYNC_GROUP)[0].assignments == [] and not hooks.assign_calls
 
 
 def test_static_leader_told_to_skip_assignment_does_not_assign(setup: Any) -> None:
-    membership, net, hooks, clock = setup
+    member, join, net, hooks, clock = setup
     net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req, skip=True))
     net.on(ApiKey.SYNC_GROUP, sync_answer)
-    assert membership.join_group_if_needed(Timer(clock, 10000))
+    assert join.join_group_if_needed(Timer(clock, 10000))
     assert not hooks.assign_calls and net.requests(ApiKey.SYNC_GROUP)[0].assignments == []
 
 
@@ -136,21 +138,21 @@ def test_static_leader_told_to_skip_assignment_does_not_assign(setup: Any) -> No
     (E.COORDINATOR_LOAD_IN_PROGRESS, "m-9"),
 ])
 def test_join_errors_from_the_table_lead_to_a_retry(setup: Any, error: ErrorCode, member_after: str) -> None:
-    membership, net, hooks, clock = setup
-    membership.generation = Generation(4, "m-9", "range")
+    member, join, net, hooks, clock = setup
+    member.generation = Generation(4, "m-9", "range")
     answers = iter([join_answer, join_answer])
     first = True
 
-    def join(req: Any) -> Any:
+    def answer(req: Any) -> Any:
         nonlocal first
         if first:
             first = False
             return join_answer(req, error, member=req.member_id)
         return next(answers)(req, member=req.member_id or "m-new", leader="other")
 
-    net.on(ApiKey.JOIN_GROUP, join)
+    net.on(ApiKey.JOIN_GROUP, answer)
     net.on(ApiKey.SYNC_GROUP, sync_answer)
-    assert membership.join_group_if_needed(Timer(clock, 10000))
+    assert join.join_group_if_needed(Timer(clock, 10000))
     joins = net.requests(ApiKey.JOIN_GROUP)
     assert len(joins) == 2 and joins[1].member_id == member_after
     assert joins[1].reason.startswith("retrying after")
@@ -158,11 +160,11 @@ def test_join_errors_from_the_table_lead_to_a_retry(setup: Any, error: ErrorCode
 
 
 def test_not_coordinator_rediscovers(setup: Any) -> None:
-    membership, net, hooks, clock = setup
+    member, join, net, hooks, clock = setup
     attempts = iter([E.NOT_COORDINATOR, E.NONE])
     net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req, next(attempts), leader="x", member="m-1"))
     net.on(ApiKey.SYNC_GROUP, sync_answer)
-    assert membership.join_group_if_needed(Timer(clock, 10000))
+    assert join.join_group_if_needed(Timer(clock, 10000))
     assert len(net.requests(ApiKey.FIND_COORDINATOR)) == 2
     # both of its connections: the requests' and the heartbeats'
     assert net.disconnected == [COORDINATOR_ID_BASE - 3, HEARTBEAT_ID_BASE - 3]
@@ -171,49 +173,49 @@ def test_not_coordinator_rediscovers(setup: Any) -> None:
 @pytest.mark.parametrize("error", [E.INCONSISTENT_GROUP_PROTOCOL, E.INVALID_SESSION_TIMEOUT,
                                    E.GROUP_AUTHORIZATION_FAILED, E.FENCED_INSTANCE_ID])
 def test_fatal_join_errors_are_raised_with_a_hint(setup: Any, error: ErrorCode) -> None:
-    membership, net, hooks, clock = setup
+    member, join, net, hooks, clock = setup
     net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req, error))
     with pytest.raises(FatalGroupError) as raised:
-        membership.join_group_if_needed(Timer(clock, 10000))
+        join.join_group_if_needed(Timer(clock, 10000))
     assert raised.value.code is error and ":" in str(raised.value)
-    assert membership.state is MemberState.UNJOINED
+    assert member.state is MemberState.UNJOINED
 
 
 def test_a_failing_assignor_is_raised_and_the_member_rejoins_next_time(setup: Any) -> None:
-    membership, net, hooks, clock = setup
+    member, join, net, hooks, clock = setup
     hooks.fail_assignment = RuntimeError("my assignor is broken")
     net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req))
     net.on(ApiKey.SYNC_GROUP, sync_answer)
     with pytest.raises(RuntimeError, match="broken"):
-        membership.join_group_if_needed(Timer(clock, 10000))
-    assert membership.state is MemberState.UNJOINED and membership.rejoin_needed()
+        join.join_group_if_needed(Timer(clock, 10000))
+    assert member.state is MemberState.UNJOINED and member.rejoin_needed()
     assert not net.requests(ApiKey.SYNC_GROUP)
     hooks.fail_assignment = None
-    assert membership.join_group_if_needed(Timer(clock, 10000))
+    assert join.join_group_if_needed(Timer(clock, 10000))
     assert len(hooks.prepared) == 1 and len(hooks.completed) == 1
 
 
 def test_a_stale_sync_answer_is_dropped(setup: Any) -> None:
-    membership, net, hooks, clock = setup
+    member, join, net, hooks, clock = setup
     net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req, leader="x", generation=5 if req.member_id == "m-1" else 4))
 
     def sync(req: Any) -> Any:
         if req.generation_id == 4:
             # meanwhile the heartbeat thread learned the generation is gone
-            with membership._lock:
-                membership._reset_generation("test: generation reset", keep_member_id=True)
+            with member._lock:
+                member._reset_generation("test: generation reset", keep_member_id=True)
         return sync_answer(req)
 
     net.on(ApiKey.SYNC_GROUP, sync)
-    membership.generation = Generation(-1, "m-1")
-    assert membership.join_group_if_needed(Timer(clock, 10000))
+    member.generation = Generation(-1, "m-1")
+    assert join.join_group_if_needed(Timer(clock, 10000))
     assert [r.generation_id for r in net.requests(ApiKey.SYNC_GROUP)] == [5]
 
 
-def _stable(membership: GroupMembership, net: ScriptedClient, clock: FakeClock) -> None:
+def _stable(join: GroupJoin, net: ScriptedClient, clock: FakeClock) -> None:
     net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req, leader="x"))
     net.on(ApiKey.SYNC_GROUP, sync_answer)
-    assert membership.join_group_if_needed(Timer(clock, 10000))
+    assert join.join_group_if_needed(Timer(clock, 10000))
 
 
 @pytest.mark.parametrize("error, state, member_id, fatal", [
@@ -224,44 +226,44 @@ def _stable(membership: GroupMembership, net: ScriptedClient, clock: FakeClock) 
     (E.FENCED_INSTANCE_ID, MemberState.STABLE, "m-1", True),
 ])
 def test_heartbeat_answers(setup: Any, error: ErrorCode, state: MemberState, member_id: str, fatal: bool) -> None:
-    membership, net, hooks, clock = setup
-    _stable(membership, net, clock)
+    member, join, net, hooks, clock = setup
+    _stable(join, net, clock)
     net.on(ApiKey.HEARTBEAT, heartbeat_answer(error))
-    future = membership.send_heartbeat()
+    future = member.send_heartbeat()
     net.deliver()
     assert future.succeeded() is (error is E.NONE)
-    assert membership.state is state and membership.generation.member_id == member_id
-    assert membership.rejoin_needed() is (error is not E.NONE and not fatal)
-    assert (membership.fatal_error is not None) is fatal
+    assert member.state is state and member.generation.member_id == member_id
+    assert member.rejoin_needed() is (error is not E.NONE and not fatal)
+    assert (member.fatal_error is not None) is fatal
 
 
 def test_a_heartbeat_answer_for_an_old_generation_changes_nothing(setup: Any) -> None:
-    membership, net, hooks, clock = setup
-    _stable(membership, net, clock)
+    member, join, net, hooks, clock = setup
+    _stable(join, net, clock)
     net.on(ApiKey.HEARTBEAT, lambda req: None)  # hold it
-    future = membership.send_heartbeat()
-    membership.generation = Generation(2, "m-1", "range")  # a newer generation meanwhile
+    future = member.send_heartbeat()
+    member.generation = Generation(2, "m-1", "range")  # a newer generation meanwhile
     net.on(ApiKey.HEARTBEAT, heartbeat_answer(E.ILLEGAL_GENERATION))
     net.deliver()
-    assert future.failed() and membership.state is MemberState.STABLE
-    assert membership.generation == Generation(2, "m-1", "range")
+    assert future.failed() and member.state is MemberState.STABLE
+    assert member.generation == Generation(2, "m-1", "range")
 
 
 def test_leave_group_sends_reason_and_resets(setup: Any) -> None:
-    membership, net, hooks, clock = setup
-    _stable(membership, net, clock)
+    member, join, net, hooks, clock = setup
+    _stable(join, net, clock)
     net.on(ApiKey.LEAVE_GROUP, lambda req: LeaveGroupResponse(version=req.version, throttle_time_ms=0, error_code=0,
                                                                members=[]))
-    future = membership.maybe_leave_group("shutting down")
+    future = member.maybe_leave_group("shutting down")
     net.deliver()
     assert future is not None and future.succeeded()
     leave = net.requests(ApiKey.LEAVE_GROUP)[0]
     assert leave.members[0].member_id == "m-1" and leave.members[0].reason == "shutting down"
-    assert membership.state is MemberState.UNJOINED and membership.generation.member_id == ""
+    assert member.state is MemberState.UNJOINED and member.generation.member_id == ""
 
 
 def test_coordinator_lookup_failure_backs_off_and_retries(setup: Any) -> None:
-    membership, net, hooks, clock = setup
+    member, join, net, hooks, clock = setup
     answers = iter([E.COORDINATOR_NOT_AVAILABLE, E.NONE])
 
     def find(req: Any) -> Any:
@@ -274,51 +276,51 @@ def test_coordinator_lookup_failure_backs_off_and_retries(setup: Any) -> None:
 
     net.on(ApiKey.FIND_COORDINATOR, find)
     start = clock.monotonic_ms()
-    assert membership.ensure_coordinator_ready(Timer(clock, 5000))
+    assert member.ensure_coordinator_ready(Timer(clock, 5000))
     assert clock.monotonic_ms() - start >= 100  # retry_backoff_ms
 
 
 def test_ensure_coordinator_ready_gives_up_when_the_timer_runs_out(setup: Any) -> None:
-    membership, net, hooks, clock = setup
+    member, join, net, hooks, clock = setup
     net.on(ApiKey.FIND_COORDINATOR, lambda req: None)  # never answered
-    assert not membership.ensure_coordinator_ready(Timer(clock, 1000))
-    assert membership.coordinator_unknown()
+    assert not member.ensure_coordinator_ready(Timer(clock, 1000))
+    assert member.coordinator_unknown()
 
 
 def test_poll_timeout_drops_partitions_before_leave_group_is_sent(setup: Any) -> None:
     from groupclient.member.heartbeat_thread import HeartbeatThread
 
-    membership, net, hooks, clock = setup
-    _stable(membership, net, clock)
+    member, join, net, hooks, clock = setup
+    _stable(join, net, clock)
     order: list[str] = []
     net.on(ApiKey.LEAVE_GROUP, lambda req: order.append("leave sent") or LeaveGroupResponse(
         version=req.version, throttle_time_ms=0, error_code=0, members=[]))
     net.on(ApiKey.HEARTBEAT, heartbeat_answer(E.NONE))
     # dropped once the generation is forgotten: a join completing meanwhile on the application
     # thread must see the reset generation before it can see the partitions gone
-    thread = HeartbeatThread(membership, lambda: order.append(
-        f"partitions dropped in generation {membership.current_generation().generation_id}"))
-    membership.heartbeat.poll(clock.monotonic_ms())
+    thread = HeartbeatThread(member, lambda: order.append(
+        f"partitions dropped in generation {member.current_generation().generation_id}"))
+    member.heartbeat.poll(clock.monotonic_ms())
     clock.advance(3000)
     thread._step()  # a heartbeat is due, the poll timer is not
     assert net.requests(ApiKey.HEARTBEAT) and not order
     clock.advance(57_001)  # past max_poll_interval_ms (60 s) since the application's last poll
     thread._step()
     assert order == ["partitions dropped in generation -1", "leave sent"]
-    assert membership.state is MemberState.UNJOINED and membership.rejoin_needed()
+    assert member.state is MemberState.UNJOINED and member.rejoin_needed()
 
 
 def test_a_join_completed_by_another_poll_is_still_applied(setup: Any) -> None:
     """The SyncGroup answer may be read by a network poll outside join_group_if_needed (the
     consumer's poll loop, after a short poll timeout): the assignment must still be applied."""
-    membership, net, hooks, clock = setup
+    member, join, net, hooks, clock = setup
     net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req, leader="x"))
     net.on(ApiKey.SYNC_GROUP, lambda req: None)  # held
-    assert not membership.join_group_if_needed(Timer(clock, 50))  # times out with SyncGroup in flight
+    assert not join.join_group_if_needed(Timer(clock, 50))  # times out with SyncGroup in flight
     net.on(ApiKey.SYNC_GROUP, sync_answer)
     net.deliver()  # someone else's poll reads the answer
-    assert membership.state is MemberState.STABLE and not hooks.completed
-    assert membership.rejoin_needed_or_pending()
-    assert membership.join_group_if_needed(Timer(clock, 50))
+    assert member.state is MemberState.STABLE and not hooks.completed
+    assert join.needed_or_pending()
+    assert join.join_group_if_needed(Timer(clock, 50))
     assert hooks.completed == [(Generation(1, "m-1", "range"), b"mine")]
-    assert not membership.rejoin_needed_or_pending()
+    assert not join.needed_or_pending()

@@ -1,10 +1,12 @@
-"""The member's core: its state, generation and coordinator, heartbeats, the ownership lease and
-leaving (the Java client's AbstractCoordinator without the join, which is in membership.py).
+"""The member's place in the group: its state, generation and rejoin reason, heartbeats, the
+ownership lease, and leaving (the Java client's AbstractCoordinator without the join sequence,
+which is :mod:`.join`, and without coordinator discovery, which is :mod:`.coordinator_lookup`).
 
 One lock guards the member's state and its :class:`Heartbeat` timers; it is held only for
-bookkeeping, never across network calls, hooks or user callbacks.  Both the application thread
-(joins, commits) and the heartbeat thread (heartbeats, coordinator lookups, the ownership lease)
-run the handlers here; see docs/design.md.
+bookkeeping, never across network calls, the partition hooks or user code.  Both the application
+thread (joins, commits) and the heartbeat thread (heartbeats, the ownership lease, the poll
+timeout) run the methods here; every decision that reads this state and changes it is one method,
+taking the lock once.  See docs/design.md.
 """
 
 from __future__ import annotations
@@ -15,45 +17,40 @@ from collections.abc import Callable
 from typing import Any
 
 from kafka.protocol.consumer.group import HeartbeatRequest, HeartbeatResponse, LeaveGroupRequest, LeaveGroupResponse
-from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 
 from ..clock import Clock, Timer
-from ..errors import DisconnectedError, FatalGroupError, NodeNotReadyError, RequestTimedOutError, RetriableError
+from ..error_codes import ErrorCode, error_name
+from ..errors import BrokerError, FatalGroupError
 from ..network.future import RequestFuture
 from ..network.transport import Transport
 from ..protocol.apis import ApiKey
 from ..protocol.error_table import Action, action_for, error_for
-from ..error_codes import ErrorCode, error_name
+from .coordinator_lookup import CoordinatorLookup
 from .heartbeat import Heartbeat
 from .member_state import MemberState, check_member_transition
-from .types import (
-    COORDINATOR_ID_BASE, HEARTBEAT_ID_BASE, NO_GENERATION, Generation, GroupConfig, GroupHooks, Joined,
-)
+from .types import NO_GENERATION, Generation, GroupConfig, PartitionOwnership
 
 log = logging.getLogger("groupclient.member")
 
 
-class MemberCore:
-    def __init__(self, client: Transport, clock: Clock, config: GroupConfig, hooks: GroupHooks) -> None:
+class GroupMember:
+    def __init__(self, client: Transport, clock: Clock, config: GroupConfig, coordinator: CoordinatorLookup,
+                 ownership: PartitionOwnership, keeps_partitions_while_rejoining: bool = False) -> None:
         self.client = client
         self.clock = clock
         self.config = config
-        self.hooks = hooks
+        self.coordinator = coordinator
+        self.ownership = ownership
+        # COOPERATIVE members keep their partitions while rejoining (KIP-429), so their lease
+        # runs in every state, not only while STABLE
+        self.keeps_partitions_while_rejoining = keeps_partitions_while_rejoining
         self._lock = threading.Lock()
         self.state = MemberState.UNJOINED
         self.generation = NO_GENERATION
-        self.coordinator_id: int | None = None
         self.rejoin_reason: str | None = "initial join"
         self.heartbeat = Heartbeat(config.session_timeout_ms, config.heartbeat_interval_ms,
                                    config.rebalance_timeout_ms, config.retry_backoff_ms)
         self.fatal_error: BaseException | None = None
-        self.prepared_for_join = False
-        # JoinGroup, then SyncGroup: two futures, so that the leader's assignor runs on the
-        # application thread (in join_group_if_needed), never in a response handler that the
-        # heartbeat thread may run
-        self._join_future: RequestFuture[Joined] | None = None
-        self._sync_future: RequestFuture[bytes] | None = None
-        self._find_future: RequestFuture[int] | None = None
         self._sync_sent_at = 0
         self._join_sent_at = 0
         # what started the current rebalance, and when its first JoinGroup went out: the
@@ -61,9 +58,6 @@ class MemberCore:
         self.join_reason = "initial join"
         self.join_started_at = 0
         self._member_id_retry = False
-        # COOPERATIVE members keep their partitions while rejoining (KIP-429), so their lease
-        # runs in every state, not only while STABLE; set by the consumer
-        self.keeps_partitions_while_rejoining = False
 
     # -- state ---------------------------------------------------------------------------
     def _transition(self, target: MemberState, why: str, level: int = logging.INFO) -> None:
@@ -84,11 +78,6 @@ class MemberCore:
         with self._lock:
             return self.rejoin_reason is not None or self.state is not MemberState.STABLE
 
-    def rejoin_needed_or_pending(self) -> bool:
-        """A rejoin is needed, or a join future exists that join_group_if_needed has not consumed:
-        its answer may have been read by another poll, and its assignment must still be applied."""
-        return self._join_future is not None or self._sync_future is not None or self.rejoin_needed()
-
     def is_dynamic(self) -> bool:
         return self.config.group_instance_id is None
 
@@ -107,7 +96,7 @@ class MemberCore:
             if reset:
                 self._reset_generation(reason, keep_member_id)
         if reset:
-            self.hooks.on_ownership_lost(reason)
+            self.ownership.on_ownership_lost(reason)
 
     def is_stable(self) -> bool:
         with self._lock:
@@ -142,136 +131,121 @@ class MemberCore:
 
     # -- the coordinator -----------------------------------------------------------------
     def coordinator_unknown(self) -> bool:
-        with self._lock:
-            coordinator = self.coordinator_id
-        if coordinator is None:
-            return True
-        if self.client.connection_failed(coordinator):
-            self.mark_coordinator_dead("the connection to the coordinator failed")
-            return True
-        return False
+        return self.coordinator.unknown()
 
     def mark_coordinator_dead(self, reason: str) -> None:
-        with self._lock:
-            coordinator, self.coordinator_id = self.coordinator_id, None
-        if coordinator is not None:
-            log.info("group %s: coordinator %d is unavailable (%s); rediscovering", self.config.group_id,
-                     COORDINATOR_ID_BASE - coordinator, reason)
-            self.client.disconnect(coordinator)
-            self.client.disconnect(_heartbeat_connection(coordinator))
+        self.coordinator.mark_dead(reason)
 
     def ensure_coordinator_ready(self, timer: Timer) -> bool:
-        """Find the coordinator and connect to it, within the timer; False if it ran out.
-
-        Connected, not only known, as Java's ensureCoordinatorReady: a JoinGroup sent before the
-        connection is up would only fail and be retried after a backoff."""
-        while True:
-            if not self._find_coordinator(timer):
-                return False
-            with self._lock:
-                coordinator = self.coordinator_id
-            if coordinator is None:
-                continue
-            if self.client.ready(coordinator):
-                return True
-            if timer.expired():
-                return False
-            # connecting (or backing off): a connect or ApiVersions event ends the wait early
-            self.client.poll_until(None, Timer(self.clock, min(timer.remaining_ms(), 100)))
-
-    def _find_coordinator(self, timer: Timer) -> bool:
-        while self.coordinator_unknown():
-            future = self.lookup_coordinator()
-            self.client.poll_until(future, timer)
-            if not future.is_done():
-                return False
-            if future.failed():
-                exc = future.exception
-                assert exc is not None
-                if not isinstance(exc, RetriableError):
-                    if isinstance(exc, FatalGroupError):
-                        self.set_fatal(exc)
-                    raise exc
-                self.client.metadata.request_update()
-                self.client.sleep(self.config.retry_backoff_ms, timer)
-            if timer.expired():
-                return not self.coordinator_unknown()
-        return True
-
-    def lookup_coordinator(self) -> RequestFuture[int]:
-        """Send FindCoordinator, or return the one in flight (either thread may call this)."""
-        find = self._find_future
-        if find is not None and not find.is_done():
-            return find
-        node = self.client.least_loaded_node()
-        if node is None:
-            return RequestFuture.failed_with(NodeNotReadyError("no broker is available"))
-        if not self.client.ready(node):
-            return RequestFuture.failed_with(NodeNotReadyError(f"node {node} is not connected yet"))
-        group_id = self.config.group_id
-
-        def build(version: int) -> Any:
-            if version >= 4:
-                return FindCoordinatorRequest(version=version, key_type=0, coordinator_keys=[group_id])
-            return FindCoordinatorRequest(version=version, key=group_id, key_type=0)
-
-        future = self.client.send(node, FindCoordinatorRequest, FindCoordinatorResponse, build)
-        self._find_future = future.compose(self._handle_find_coordinator)
-        return self._find_future
-
-    def _handle_find_coordinator(self, response: Any, future: RequestFuture[int]) -> None:
-        if response.version >= 4:
-            found = response.coordinators[0]
-            error, node_id, host, port = found.error_code, found.node_id, found.host, found.port
-        else:
-            error, node_id, host, port = response.error_code, response.node_id, response.host, response.port
-        if error:
-            return future.failure(error_for(error, ApiKey.FIND_COORDINATOR))
-        connection_id = COORDINATOR_ID_BASE - node_id
-        self.client.add_node(connection_id, host, port)
-        self.client.add_node(_heartbeat_connection(connection_id), host, port)
-        with self._lock:
-            self.coordinator_id = connection_id
-        log.info("group %s: coordinator is node %d at %s:%d", self.config.group_id, node_id, host, port)
-        self.client.ready(connection_id)
-        self.client.ready(_heartbeat_connection(connection_id))
-        future.success(connection_id)
+        """Find the coordinator and connect to it within the timer; a fatal answer (group
+        authorization...) is kept for every later poll() and raised."""
+        try:
+            return self.coordinator.ensure_ready(timer)
+        except FatalGroupError as exc:
+            self.set_fatal(exc)
+            raise
 
     def send_to_coordinator(self, request_cls: Any, response_cls: Any, build: Callable[[int], Any],
-                             timeout_ms: int | None = None, heartbeat: bool = False) -> RequestFuture[Any]:
+                            timeout_ms: int | None = None, heartbeat: bool = False) -> RequestFuture[Any]:
+        return self.coordinator.send(request_cls, response_cls, build, timeout_ms, heartbeat)
+
+    # -- the join sequence's steps (each one locked step; see join.py) -----------------------
+    def begin_join(self) -> tuple[str, int, Generation]:
+        """A JoinGroup is about to go out: PREPARING_REBALANCE, the rejoin reason consumed; the
+        reason, the level to log it at, and the generation it is sent in."""
         with self._lock:
-            coordinator = self.coordinator_id
-        if coordinator is None:
-            return RequestFuture.failed_with(RetriableError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no coordinator"))
-        if heartbeat:
-            coordinator = _heartbeat_connection(coordinator)
-        if not self.client.ready(coordinator):
-            return RequestFuture.failed_with(NodeNotReadyError("the coordinator is not connected yet"))
-        future = self.client.send(coordinator, request_cls, response_cls, build, timeout_ms)
+            # the second JoinGroup of KIP-394 (with the member id the coordinator handed out)
+            # is the same join, not news
+            retry, self._member_id_retry = self._member_id_retry, False
+            level = logging.DEBUG if retry else logging.INFO
+            reason = self.join_reason if retry else (self.rejoin_reason or "rejoin")
+            self._transition(MemberState.PREPARING_REBALANCE, reason, level)
+            self.rejoin_reason = None
+            if not retry:
+                self.join_reason = reason
+                self.join_started_at = self.clock.monotonic_ms()
+            return reason, level, self.generation
 
-        def on_failure(exc: BaseException) -> None:
-            if isinstance(exc, (DisconnectedError, RequestTimedOutError)):
-                self.mark_coordinator_dead(str(exc))
-
-        future.add_errback(on_failure)
-        return future
-
-    def _end_expired_lease(self, now: int, reason: str) -> bool:
-        """If the member holds partitions past its lease, end the lease; True if so.
-
-        A STABLE member goes UNJOINED and asks for a rejoin; member id and generation are kept:
-        if the coordinator still has this member, the rejoin gets the same assignment back
-        without a rebalance.  A cooperative member that is rejoining keeps its join going and
-        only lets its partitions go (the caller drops them)."""
-        rejoining_owner = self.keeps_partitions_while_rejoining and self.hooks.owns_partitions()
+    def mark_join_sent(self) -> None:
         with self._lock:
-            if not self.heartbeat.lease_expired(now):
+            self._join_sent_at = self.clock.monotonic_ms()
+
+    def on_join_answer(self, error: int, response: Any, sent: Generation) -> bool:
+        """Apply a JoinGroup answer (either thread may read it); False if it is stale."""
+        action = action_for(error, ApiKey.JOIN_GROUP)
+        with self._lock:
+            stale = self.generation != sent or self.state is not MemberState.PREPARING_REBALANCE
+            if action is Action.NONE and not stale:
+                self.generation = Generation(response.generation_id, response.member_id, response.protocol_name)
+                # in the new generation: the coordinator restarted the session when it completed
+                # the join, and any later rebalance begins after that
+                self.heartbeat.joined(self._join_sent_at)
+                self._transition(MemberState.COMPLETING_REBALANCE, f"joined generation {response.generation_id}")
+            elif action is Action.RETRY_WITH_MEMBER_ID:
+                self.generation = Generation(-1, response.member_id)
+            elif action is Action.RESET_MEMBER or (action is Action.FATAL and error == ErrorCode.GROUP_MAX_SIZE_REACHED):
+                self.generation = NO_GENERATION
+            elif action is Action.RESET_GENERATION:
+                self.generation = Generation(-1, self.generation.member_id)
+        return not stale
+
+    def on_join_failed(self, exc: BaseException, reason: str | None = None) -> None:
+        """The join failed (either thread): out of the group, and a rejoin asked for, with
+        ``reason`` when given."""
+        # MEMBER_ID_REQUIRED is the first answer of every dynamic member's join (KIP-394)
+        expected = isinstance(exc, BrokerError) and exc.code == ErrorCode.MEMBER_ID_REQUIRED
+        with self._lock:
+            if self.state is not MemberState.UNJOINED:
+                self._transition(MemberState.UNJOINED, f"join failed: {exc}",
+                                 logging.DEBUG if expected else logging.INFO)
+            if reason is not None:
+                self.rejoin_reason = reason
+            elif self.rejoin_reason is None:
+                self._member_id_retry = expected
+                self.rejoin_reason = self.join_reason if expected else f"retrying after: {exc}"
+
+    def mark_sync_sent(self) -> None:
+        with self._lock:
+            # the coordinator restarts this member's session when it answers the SyncGroup, so the
+            # lease of the assignment that comes back runs from here
+            self._sync_sent_at = self.clock.monotonic_ms()
+
+    def on_sync_answer(self, error: int, sent: Generation) -> bool:
+        """Apply a SyncGroup answer (either thread may read it); False if it is stale."""
+        action = action_for(error, ApiKey.SYNC_GROUP)
+        with self._lock:
+            current = self.generation == sent and self.state is MemberState.COMPLETING_REBALANCE
+            if action is Action.NONE and current:
+                self._transition(MemberState.STABLE, f"received the assignment of generation {sent.generation_id}")
+                self.heartbeat.joined(self._sync_sent_at)
+                if self.keeps_partitions_while_rejoining:
+                    self.heartbeat.follow_up(self.clock.monotonic_ms() + self.config.retry_backoff_ms)
+            elif action is Action.RESET_MEMBER and self.generation == sent:
+                self.generation = NO_GENERATION
+            elif action is Action.RESET_GENERATION and self.generation == sent:
+                self.generation = Generation(-1, self.generation.member_id)
+        return current
+
+    def unjoin(self, reason: str) -> None:
+        """Out of the group until the next join (an assignment this member cannot use)."""
+        with self._lock:
+            self._transition(MemberState.UNJOINED, reason)
+            self.rejoin_reason = self.rejoin_reason or reason
+
+    def assignment_came_too_late(self) -> bool:
+        """An assignment read only after its lease ended (its answer lay unread while the
+        application did not poll) may already belong to others: rejoin instead of using it."""
+        reason = "the assignment was read only after the session could have expired"
+        with self._lock:
+            if self.state is not MemberState.STABLE or not self.heartbeat.lease_expired(self.clock.monotonic_ms()):
                 return False
-            if self.state is MemberState.STABLE:
-                self._transition(MemberState.UNJOINED, reason)
-                self.rejoin_reason = self.rejoin_reason or reason
-                return True
-            return rejoining_owner
+            self._transition(MemberState.UNJOINED, reason)
+            self.rejoin_reason = self.rejoin_reason or reason
+        log.warning("group %s: %s; rejoining", self.config.group_id, reason)
+        # a cooperative member still holds its previous partitions: they may be others' now too
+        self.ownership.on_ownership_lost(reason)
+        return True
+
     # -- heartbeats and the ownership lease ------------------------------------------------
     def heartbeat_enabled(self) -> bool:
         """Heartbeats run once the member has joined (COMPLETING_REBALANCE and STABLE), and also
@@ -313,11 +287,28 @@ class MemberCore:
 
     def time_to_lease_end(self, now: int) -> int | None:
         """Until the ownership lease ends (None when the member holds no lease)."""
-        rejoining_owner = self.keeps_partitions_while_rejoining and self.hooks.owns_partitions()
+        rejoining_owner = self.keeps_partitions_while_rejoining and self.ownership.owns_partitions()
         with self._lock:
             if self.state is not MemberState.STABLE and not rejoining_owner:
                 return None
             return max(0, self.heartbeat.lease_deadline() - now)
+
+    def _end_expired_lease(self, now: int, reason: str) -> bool:
+        """If the member holds partitions past its lease, end the lease; True if so.
+
+        A STABLE member goes UNJOINED and asks for a rejoin; member id and generation are kept:
+        if the coordinator still has this member, the rejoin gets the same assignment back
+        without a rebalance.  A cooperative member that is rejoining keeps its join going and
+        only lets its partitions go (the caller drops them)."""
+        rejoining_owner = self.keeps_partitions_while_rejoining and self.ownership.owns_partitions()
+        with self._lock:
+            if not self.heartbeat.lease_expired(now):
+                return False
+            if self.state is MemberState.STABLE:
+                self._transition(MemberState.UNJOINED, reason)
+                self.rejoin_reason = self.rejoin_reason or reason
+                return True
+            return rejoining_owner
 
     def check_lease(self, now: int) -> bool:
         """If the ownership lease ran out, give the partitions up now (and rejoin); True if it did.
@@ -330,7 +321,7 @@ class MemberCore:
         if not self._end_expired_lease(now, reason):
             return False
         log.warning("group %s: %s", self.config.group_id, reason)
-        self.hooks.on_ownership_lost(reason)
+        self.ownership.on_ownership_lost(reason)
         if was_stable:
             self.mark_coordinator_dead("the ownership lease ran out")
         return True
@@ -378,7 +369,7 @@ class MemberCore:
                 elif action is Action.FATAL and self.fatal_error is None:
                     self.fatal_error = error_for(error, ApiKey.HEARTBEAT)
         if lost:
-            self.hooks.on_ownership_lost(f"the coordinator answered a heartbeat with {error_name(error)}")
+            self.ownership.on_ownership_lost(f"the coordinator answered a heartbeat with {error_name(error)}")
         if action is Action.REDISCOVER:
             self.mark_coordinator_dead(f"Heartbeat answered {error_name(error)}")
         if action is Action.NONE:
@@ -420,6 +411,3 @@ class MemberCore:
         future = self.send_to_coordinator(LeaveGroupRequest, LeaveGroupResponse, build)
         return future.compose(lambda r, f: f.success(None))
 
-
-def _heartbeat_connection(coordinator_connection: int) -> int:
-    return HEARTBEAT_ID_BASE - (COORDINATOR_ID_BASE - coordinator_connection)

@@ -1,0 +1,212 @@
+"""Offsets: commits (sync, async, automatic) and committed offsets (the Java client's
+ConsumerCoordinator commit paths).
+
+Commit answers may be read by either thread; what they carry to the application (commit_async
+callbacks, interceptors' ``on_commit``) waits in queues here until the application thread runs
+it, from ``poll()``, ``commit()`` or ``close()`` (:meth:`OffsetCommitter.invoke_completed_commit_callbacks`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse
+from kafka.structs import OffsetAndMetadata, TopicPartition
+
+from ..clock import Timer
+from ..error_codes import error_name
+from ..errors import CommitFailedError, FatalGroupError, KafkaTimeoutError, RebalanceInProgressError, RetriableError
+from ..member.group_member import GroupMember
+from ..member.types import Generation
+from ..network.future import RequestFuture
+from ..protocol.apis import ApiKey
+from ..protocol.error_table import Action, action_for, error_for
+from .subscription import SubscriptionState
+
+log = logging.getLogger("groupclient.consumer")
+
+T = TypeVar("T")
+CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata], Exception | None], Any]
+CommittedOffsets = dict[TopicPartition, OffsetAndMetadata | None]
+
+
+class OffsetCommitter:
+    def __init__(self, member: GroupMember, subscription: SubscriptionState, enable_auto_commit: bool,
+                 auto_commit_interval_ms: int,
+                 on_commit: Callable[[dict[TopicPartition, OffsetAndMetadata]], None] | None = None) -> None:
+        self.member = member
+        self.client = member.client
+        self.subscription = subscription
+        self.enable_auto_commit = enable_auto_commit
+        self.auto_commit_interval_ms = auto_commit_interval_ms
+        # interceptors' on_commit; successful commits wait here for the application thread
+        self.on_commit = on_commit
+        self._succeeded_commits: deque[dict[TopicPartition, OffsetAndMetadata]] = deque()
+        self.next_auto_commit_ms = 0
+        self.in_flight_commits: set[RequestFuture[None]] = set()
+        self.completed_commits: deque[tuple[CommitCallback, dict[TopicPartition, OffsetAndMetadata], Exception | None]] = deque()
+
+    # -- commits -------------------------------------------------------------------------
+    def send_commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> RequestFuture[None]:
+        generation = self.member.generation_if_stable()
+        if generation is None:
+            if self.subscription.is_group_subscribed():
+                if self.member.rebalance_in_progress():
+                    # a cooperative member keeps consuming while the group rebalances (Java's answer)
+                    return RequestFuture.failed_with(RebalanceInProgressError(
+                        "the member is rebalancing: commit again once poll() has completed the rebalance"))
+                return RequestFuture.failed_with(CommitFailedError(
+                    "the member is not in the group; its partitions may have moved"))
+            generation = Generation()  # manual assignment: a "simple" commit
+        cfg = self.member.config
+        by_topic: dict[str, list[Any]] = {}
+        for tp, om in sorted(offsets.items()):
+            by_topic.setdefault(tp.topic, []).append(OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                partition_index=tp.partition, committed_offset=om.offset,
+                committed_leader_epoch=om.leader_epoch if om.leader_epoch is not None else -1,
+                committed_metadata=om.metadata or ""))
+
+        def build(version: int) -> Any:
+            return OffsetCommitRequest(
+                version=version, group_id=cfg.group_id, generation_id_or_member_epoch=generation.generation_id,
+                member_id=generation.member_id, group_instance_id=cfg.group_instance_id, retention_time_ms=-1,
+                topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=p) for t, p in by_topic.items()])
+
+        future = self.member.send_to_coordinator(OffsetCommitRequest, OffsetCommitResponse, build)
+        committed: RequestFuture[None] = future.compose(lambda r, f: self._handle_commit(r, f, generation))
+        if self.on_commit is not None:
+            # told on the application thread, by invoke_completed_commit_callbacks
+            committed.add_callback(lambda _: self._succeeded_commits.append(offsets))
+        return committed
+
+    def _handle_commit(self, response: Any, future: RequestFuture[None], sent: Generation) -> None:
+        for topic in response.topics:
+            for p in topic.partitions:
+                code = p.error_code
+                if not code:
+                    continue
+                action = action_for(code, ApiKey.OFFSET_COMMIT)
+                name = error_name(code)
+                if action is Action.REDISCOVER:
+                    self.member.mark_coordinator_dead(f"OffsetCommit answered {name}")
+                elif action is Action.REJOIN:
+                    self.member.request_rejoin("OffsetCommit: the group is rebalancing")
+                    return future.failure(RebalanceInProgressError(
+                        "the group is rebalancing: commit again after the member has rejoined"))
+                elif action in (Action.RESET_MEMBER, Action.RESET_GENERATION):
+                    self.member.reset_generation_if(sent, f"OffsetCommit answered {name}",
+                                                    keep_member_id=action is Action.RESET_GENERATION)
+                    return future.failure(CommitFailedError(
+                        f"commit failed ({name}): the group rebalanced and the partitions may belong to "
+                        "another member now; they will be consumed again from the last committed offset"))
+                error = error_for(code, ApiKey.OFFSET_COMMIT, "OffsetCommit")
+                if isinstance(error, FatalGroupError):
+                    self.member.set_fatal(error)
+                return future.failure(error)
+        future.success(None)
+
+    def commit_sync(self, offsets: dict[TopicPartition, OffsetAndMetadata], timer: Timer) -> None:
+        if not offsets:
+            return
+        self._until_done(lambda: self.send_commit(offsets), timer, f"commit of {len(offsets)} offsets")
+
+    def _until_done(self, send: Callable[[], RequestFuture[T]], timer: Timer, what: str) -> T:
+        """Send to the coordinator and retry retriable failures, with backoff, until the timer ends."""
+        while True:
+            if not self.member.ensure_coordinator_ready(timer):
+                raise KafkaTimeoutError(f"{what}: no group coordinator found in time")
+            future = send()
+            self.client.poll_until(future, timer)
+            if future.succeeded():
+                return future.value
+            if future.is_done():
+                exc = future.exception
+                assert exc is not None
+                if not isinstance(exc, RetriableError):
+                    raise exc
+            if timer.expired():
+                raise KafkaTimeoutError(f"{what} did not finish in time")
+            self.client.sleep(self.member.config.retry_backoff_ms, timer)
+
+    def commit_async(self, offsets: dict[TopicPartition, OffsetAndMetadata], callback: CommitCallback | None) -> RequestFuture[None]:
+        future = self.send_commit(offsets) if offsets else RequestFuture.succeeded_with(None)
+
+        def done(result: Any) -> None:
+            error = result if isinstance(result, Exception) else None
+            if callback is not None:
+                # user callbacks run from poll() on the application thread, never here
+                self.completed_commits.append((callback, offsets, error))
+            elif error is not None:
+                log.warning("group %s: async commit failed: %s", self.member.config.group_id, error)
+
+        self.in_flight_commits.add(future)
+        future.add_both(lambda _: self.in_flight_commits.discard(future))
+        future.add_both(done)
+        return future
+
+    def invoke_completed_commit_callbacks(self) -> None:
+        """On the application thread: interceptors' on_commit, then commit_async callbacks."""
+        while self._succeeded_commits and self.on_commit is not None:
+            self.on_commit(self._succeeded_commits.popleft())
+        while self.completed_commits:
+            callback, offsets, error = self.completed_commits.popleft()
+            callback(offsets, error)
+
+    def restart_auto_commit_timer(self, now: int) -> None:
+        """A new assignment: the next auto-commit is a whole interval away."""
+        self.next_auto_commit_ms = now + self.auto_commit_interval_ms
+
+    def maybe_auto_commit(self, now: int) -> None:
+        if not self.enable_auto_commit or now < self.next_auto_commit_ms:
+            return
+        if self.subscription.is_group_subscribed() and self.member.generation_if_stable() is None:
+            return  # rebalancing (a cooperative member consumes meanwhile): commit once it is done
+        self.next_auto_commit_ms = now + self.auto_commit_interval_ms
+        offsets = self.subscription.consumed_offsets()
+        if offsets and not self.member.coordinator_unknown():
+            self.commit_async(offsets, None)
+
+    # -- committed offsets -----------------------------------------------------------------
+    def fetch_committed(self, partitions: set[TopicPartition], timer: Timer) -> CommittedOffsets:
+        cfg = self.member.config
+        by_topic: dict[str, list[int]] = {}
+        for tp in sorted(partitions):
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+
+        def build(version: int) -> Any:
+            if version >= 8:
+                G = OffsetFetchRequest.OffsetFetchRequestGroup
+                return OffsetFetchRequest(version=version, require_stable=True, groups=[G(
+                    group_id=cfg.group_id, topics=[G.OffsetFetchRequestTopics(name=t, partition_indexes=p)
+                                                   for t, p in by_topic.items()])])
+            return OffsetFetchRequest(version=version, group_id=cfg.group_id, require_stable=True, topics=[
+                OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in by_topic.items()])
+
+        def send() -> RequestFuture[CommittedOffsets]:
+            future = self.member.send_to_coordinator(OffsetFetchRequest, OffsetFetchResponse, build)
+            return future.compose(self._handle_offset_fetch)
+
+        return self._until_done(send, timer, "fetching committed offsets")
+
+    def _handle_offset_fetch(self, response: Any, future: RequestFuture[CommittedOffsets]) -> None:
+        if response.version >= 8:
+            group = response.groups[0]
+            error, topics = group.error_code, group.topics
+        else:
+            error, topics = response.error_code, response.topics
+        if error:
+            if action_for(error, ApiKey.OFFSET_FETCH) is Action.REDISCOVER:
+                self.member.mark_coordinator_dead(f"OffsetFetch answered {error_name(error)}")
+            return future.failure(error_for(error, ApiKey.OFFSET_FETCH, "OffsetFetch"))
+        result: CommittedOffsets = {}
+        for t in topics:
+            for p in t.partitions:
+                if p.error_code:
+                    return future.failure(error_for(p.error_code, ApiKey.OFFSET_FETCH, "OffsetFetch"))
+                tp = TopicPartition(t.name, p.partition_index)
+                result[tp] = (OffsetAndMetadata(p.committed_offset, p.metadata or "", p.committed_leader_epoch)
+                              if p.committed_offset >= 0 else None)
+        future.success(result)

@@ -1,0 +1,168 @@
+"""Where the group's coordinator is: FindCoordinator, its connections, and forgetting it.
+
+Either thread may look the coordinator up (the heartbeat thread does so by itself while the
+application is busy, as Java's does) and either may find it dead (a failed request, an answer
+that says it moved).  The coordinator gets two connections of its own, apart from the broker's:
+one for group requests and one for heartbeats, because a broker answers one request per
+connection at a time, so on the first a heartbeat would wait behind a JoinGroup the coordinator
+holds for up to the rebalance timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+
+from ..clock import Timer
+from ..error_codes import ErrorCode
+from ..errors import DisconnectedError, NodeNotReadyError, RequestTimedOutError, RetriableError
+from ..network.future import RequestFuture
+from ..network.transport import Transport
+from ..protocol.apis import ApiKey
+from ..protocol.error_table import error_for
+from .types import COORDINATOR_ID_BASE, HEARTBEAT_ID_BASE
+
+log = logging.getLogger("groupclient.member")
+
+
+def heartbeat_connection(coordinator_connection: int) -> int:
+    """The connection id heartbeats to this coordinator go over."""
+    return HEARTBEAT_ID_BASE - (COORDINATOR_ID_BASE - coordinator_connection)
+
+
+class CoordinatorLookup:
+    """The coordinator of one group, as this member knows it (``connection`` is None while unknown)."""
+
+    def __init__(self, client: Transport, group_id: str, retry_backoff_ms: int) -> None:
+        self.client = client
+        self.group_id = group_id
+        self.retry_backoff_ms = retry_backoff_ms
+        self._lock = threading.Lock()
+        self._connection: int | None = None
+        self._find_future: RequestFuture[int] | None = None
+
+    @property
+    def connection(self) -> int | None:
+        """The connection id of the coordinator, or None while it is unknown."""
+        with self._lock:
+            return self._connection
+
+    def unknown(self) -> bool:
+        """True when no coordinator is known, or its connection failed (then it is forgotten)."""
+        with self._lock:
+            coordinator = self._connection
+        if coordinator is None:
+            return True
+        if self.client.connection_failed(coordinator):
+            self.mark_dead("the connection to the coordinator failed")
+            return True
+        return False
+
+    def mark_dead(self, reason: str) -> None:
+        """Forget the coordinator and close its connections; the next request looks it up again."""
+        with self._lock:
+            coordinator, self._connection = self._connection, None
+        if coordinator is not None:
+            log.info("group %s: coordinator %d is unavailable (%s); rediscovering", self.group_id,
+                     COORDINATOR_ID_BASE - coordinator, reason)
+            self.client.disconnect(coordinator)
+            self.client.disconnect(heartbeat_connection(coordinator))
+
+    def ensure_ready(self, timer: Timer) -> bool:
+        """Find the coordinator and connect to it, within the timer; False if it ran out.  A
+        non-retriable FindCoordinator answer is raised.
+
+        Connected, not only known, as Java's ensureCoordinatorReady: a JoinGroup sent before the
+        connection is up would only fail and be retried after a backoff."""
+        while True:
+            if not self._find(timer):
+                return False
+            coordinator = self.connection
+            if coordinator is None:
+                continue
+            if self.client.ready(coordinator):
+                return True
+            if timer.expired():
+                return False
+            # connecting (or backing off): a connect or ApiVersions event ends the wait early
+            self.client.poll_until(None, Timer(self.client.clock, min(timer.remaining_ms(), 100)))
+
+    def _find(self, timer: Timer) -> bool:
+        while self.unknown():
+            future = self.lookup()
+            self.client.poll_until(future, timer)
+            if not future.is_done():
+                return False
+            if future.failed():
+                exc = future.exception
+                assert exc is not None
+                if not isinstance(exc, RetriableError):
+                    raise exc
+                self.client.metadata.request_update()
+                self.client.sleep(self.retry_backoff_ms, timer)
+            if timer.expired():
+                return not self.unknown()
+        return True
+
+    def lookup(self) -> RequestFuture[int]:
+        """Send FindCoordinator, or return the one in flight (either thread may call this)."""
+        find = self._find_future
+        if find is not None and not find.is_done():
+            return find
+        node = self.client.least_loaded_node()
+        if node is None:
+            return RequestFuture.failed_with(NodeNotReadyError("no broker is available"))
+        if not self.client.ready(node):
+            return RequestFuture.failed_with(NodeNotReadyError(f"node {node} is not connected yet"))
+        group_id = self.group_id
+
+        def build(version: int) -> Any:
+            if version >= 4:
+                return FindCoordinatorRequest(version=version, key_type=0, coordinator_keys=[group_id])
+            return FindCoordinatorRequest(version=version, key=group_id, key_type=0)
+
+        future = self.client.send(node, FindCoordinatorRequest, FindCoordinatorResponse, build)
+        self._find_future = future.compose(self._handle_find_coordinator)
+        return self._find_future
+
+    def _handle_find_coordinator(self, response: Any, future: RequestFuture[int]) -> None:
+        if response.version >= 4:
+            found = response.coordinators[0]
+            error, node_id, host, port = found.error_code, found.node_id, found.host, found.port
+        else:
+            error, node_id, host, port = response.error_code, response.node_id, response.host, response.port
+        if error:
+            return future.failure(error_for(error, ApiKey.FIND_COORDINATOR))
+        connection = COORDINATOR_ID_BASE - node_id
+        self.client.add_node(connection, host, port)
+        self.client.add_node(heartbeat_connection(connection), host, port)
+        with self._lock:
+            self._connection = connection
+        log.info("group %s: coordinator is node %d at %s:%d", self.group_id, node_id, host, port)
+        self.client.ready(connection)
+        self.client.ready(heartbeat_connection(connection))
+        future.success(connection)
+
+    def send(self, request_cls: Any, response_cls: Any, build: Callable[[int], Any], timeout_ms: int | None = None,
+             heartbeat: bool = False) -> RequestFuture[Any]:
+        """Send to the coordinator (over its heartbeat connection with ``heartbeat``); a request that
+        fails on the connection (closed, timed out) marks the coordinator dead."""
+        coordinator = self.connection
+        if coordinator is None:
+            return RequestFuture.failed_with(RetriableError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no coordinator"))
+        if heartbeat:
+            coordinator = heartbeat_connection(coordinator)
+        if not self.client.ready(coordinator):
+            return RequestFuture.failed_with(NodeNotReadyError("the coordinator is not connected yet"))
+        future = self.client.send(coordinator, request_cls, response_cls, build, timeout_ms)
+
+        def on_failure(exc: BaseException) -> None:
+            if isinstance(exc, (DisconnectedError, RequestTimedOutError)):
+                self.mark_dead(str(exc))
+
+        future.add_errback(on_failure)
+        return future
