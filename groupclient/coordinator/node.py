@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..protocol.apis import API_SPECS, ApiKey
 from ..error_codes import ErrorCode
@@ -18,14 +18,12 @@ from ..protocol.framing import SIZE_BYTES, FrameError, frame_size, peek_header
 from .faults import FaultKind
 from .group.coordinator import GroupCoordinator
 from .handlers import HANDLERS, RequestContext
+from .handlers.context import Cluster
 from .handlers.api_versions import supported_versions
 from .handlers.sasl import authenticate_response, handshake_response
 from .memory_pool import Grant
 from .runtime import TimerHandle
 from .sasl_session import Gate, SaslSession
-
-if TYPE_CHECKING:
-    from .core import ClusterCore
 
 log = logging.getLogger("groupclient.coordinator.node")
 
@@ -48,7 +46,7 @@ class CloseAfter(Exception):
 
 
 class BrokerNode:
-    def __init__(self, core: ClusterCore, node_id: int, host: str, port: int) -> None:
+    def __init__(self, core: Cluster, node_id: int, host: str, port: int) -> None:
         self.core = core
         self.node_id = node_id
         self.host = host

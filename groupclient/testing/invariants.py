@@ -19,12 +19,33 @@ Convergence after the last fault is checked by :meth:`GroupSimulation.converged`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kafka.structs import TopicPartition
 
-if TYPE_CHECKING:
-    from .simulation import GroupSimulation
+from ..coordinator.core import ClusterCore
+from ..coordinator.group.metadata import Group
+from .members import SimMember
+from .scheduler import Scheduler
+
+
+class Observed(Protocol):
+    """What the invariants read of the simulation (``GroupSimulation``, which checks them)."""
+
+    seed: int
+    group_id: str
+    scheduler: Scheduler
+    core: ClusterCore
+    members: dict[str, SimMember]
+    delivered: dict[TopicPartition, set[int]]
+    log: list[str]
+
+    @property
+    def now(self) -> int: ...
+
+    def coordinator_group(self) -> Group | None: ...
+
+    def committed(self) -> dict[TopicPartition, int]: ...
 
 
 class InvariantViolation(AssertionError):
@@ -32,7 +53,7 @@ class InvariantViolation(AssertionError):
 
 
 class Invariants:
-    def __init__(self, sim: GroupSimulation) -> None:
+    def __init__(self, sim: Observed) -> None:
         self.sim = sim
         self.max_generation = -1  # of the group as loaded now on its coordinator
         self.loaded: object | None = None  # that group object (one per load, per coordinator move)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafka.structs import TopicPartition
 
@@ -13,10 +13,7 @@ from ..consumer.group_consumer import GroupConsumer
 from ..consumer.listener import ConsumerRebalanceListener
 from ..errors import CommitFailedError, FatalGroupError, GroupClientError
 from .network import SimIO
-from .scheduler import ActorThread, Crashed
-
-if TYPE_CHECKING:
-    from .simulation import GroupSimulation
+from .scheduler import ActorThread, Crashed, Scheduler
 
 log = logging.getLogger("groupclient.testing")
 
@@ -66,7 +63,7 @@ class RecordingListener(ConsumerRebalanceListener):
         self.inner = inner
 
     def _record(self, kind: str, partitions: set[TopicPartition]) -> None:
-        self.member.events.append(ListenerEvent(self.member.sim.scheduler.now, self.member.name, kind,
+        self.member.events.append(ListenerEvent(self.member.scheduler.now, self.member.name, kind,
                                                 frozenset(partitions)))
         fn = getattr(self.inner, f"on_partitions_{kind}", None)
         if fn is not None:
@@ -95,7 +92,9 @@ class Behaviour:
 
 @dataclass(eq=False)
 class SimMember:
-    sim: GroupSimulation
+    scheduler: Scheduler
+    # every offset any member of the simulation was given (shared by all of them)
+    delivered_to_any: dict[TopicPartition, set[int]]
     name: str
     topics: list[str]
     consumer: GroupConsumer
@@ -118,14 +117,14 @@ class SimMember:
 
     def record_delivery(self, tp: TopicPartition, offsets: list[int]) -> None:
         self.delivered.setdefault(tp, []).extend(offsets)
-        self.sim.delivered.setdefault(tp, set()).update(offsets)
+        self.delivered_to_any.setdefault(tp, set()).update(offsets)
 
     def stop(self) -> None:
         """Ask the application loop to close the consumer and end (a clean shutdown)."""
         self._stop = True
 
     def run(self, listener: Any) -> None:
-        scheduler = self.sim.scheduler
+        scheduler = self.scheduler
         consumer = self.consumer
         try:
             consumer.subscribe(self.topics, listener=RecordingListener(self, listener))

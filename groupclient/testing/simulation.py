@@ -125,7 +125,7 @@ class GroupSimulation:
             settings.setdefault("enable_auto_commit", False)
         io = SimIO(self.network, name)
         consumer = GroupConsumer(clock=self.scheduler, io=io, **settings)
-        member = SimMember(self, name, topics or sorted(self.core.topics.topics), consumer, io, b)
+        member = SimMember(self.scheduler, self.delivered, name, topics or sorted(self.core.topics.topics), consumer, io, b)
         self.members[name] = member
         member.thread = self.scheduler.spawn(f"{name}-app", lambda: member.run(listener), owner=name)
         self.note(f"member {name} starts")
@@ -141,7 +141,7 @@ class GroupSimulation:
                     "bootstrap_servers": self.bootstrap_servers, **configs}
         io = SimIO(self.network, name)
         consumer = RecordingConsumer(clock=self.scheduler, io=io, **settings)
-        member = SimMember(self, name, topics or [], consumer, io, Behaviour(commit="none"))
+        member = SimMember(self.scheduler, self.delivered, name, topics or [], consumer, io, Behaviour(commit="none"))
         consumer.sim_member = member
         self.members[name] = member
         self.note(f"member {name} starts (driven by the test)")

@@ -21,17 +21,31 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ...error_codes import ErrorCode
-from ..storage.group_store import TopicPartition
+from ..config import CoordinatorConfig
+from ..storage.group_store import GroupStore, TopicPartition
 from .metadata import Group
 from .state import GroupState
-
-if TYPE_CHECKING:
-    from .coordinator import GroupCoordinator
+from .timers import TimerQueue
 
 log = logging.getLogger("groupclient.coordinator.group")
+
+
+class CoordinatorState(Protocol):
+    """What retention uses of the group coordinator (``coordinator.GroupCoordinator``, which
+    calls in here)."""
+
+    config: CoordinatorConfig
+    store: GroupStore
+    node_id: int
+    groups: dict[str, Group]
+    timers: TimerQueue
+
+    def check_group(self, group_id: str | None) -> ErrorCode: ...
+
+    def drop_group(self, group: Group, reason: str) -> None: ...
 
 E = ErrorCode
 S = GroupState
@@ -44,29 +58,29 @@ class CleanupResult:
     deleted_groups: tuple[str, ...]
 
 
-def schedule_cleanup(coordinator: GroupCoordinator, now: int) -> None:
+def schedule_cleanup(coordinator: CoordinatorState, now: int) -> None:
     """Arm the periodic cleanup unless it is already armed."""
     if CLEANUP_TIMER not in coordinator.timers:
         _arm(coordinator, now)
 
 
-def cancel_cleanup(coordinator: GroupCoordinator) -> None:
+def cancel_cleanup(coordinator: CoordinatorState) -> None:
     coordinator.timers.cancel(CLEANUP_TIMER)
 
 
-def _arm(coordinator: GroupCoordinator, now: int) -> None:
+def _arm(coordinator: CoordinatorState, now: int) -> None:
     interval = coordinator.config.offsets_retention_check_interval_ms
     coordinator.timers.schedule(CLEANUP_TIMER, now + interval, lambda t: _run_periodic(coordinator, t))
 
 
-def _run_periodic(coordinator: GroupCoordinator, now: int) -> None:
+def _run_periodic(coordinator: CoordinatorState, now: int) -> None:
     try:
         clean_up_groups(coordinator, now)
     finally:
         _arm(coordinator, now)  # a failed pass must not end the cleanup for good
 
 
-def clean_up_groups(coordinator: GroupCoordinator, now: int) -> CleanupResult:
+def clean_up_groups(coordinator: CoordinatorState, now: int) -> CleanupResult:
     """One cleanup pass over the groups this coordinator owns."""
     retention_ms = coordinator.config.offsets_retention_minutes * 60_000
     store = coordinator.store
@@ -103,7 +117,7 @@ def expired_offsets(group: Group, partitions: Iterable[TopicPartition], now: int
     return []  # a group with members keeps its offsets
 
 
-def delete_groups(coordinator: GroupCoordinator, group_ids: list[str]) -> dict[str, ErrorCode]:
+def delete_groups(coordinator: CoordinatorState, group_ids: list[str]) -> dict[str, ErrorCode]:
     """DeleteGroups: each Empty group and its offsets go; the answer has one code per group."""
     results: dict[str, ErrorCode] = {}
     for group_id in group_ids:

@@ -1,27 +1,65 @@
-"""What a request handler gets besides the decoded request."""
+"""What a request handler gets besides the decoded request: the node answering it and the
+cluster it belongs to, as the two protocols below (``BrokerNode`` and ``ClusterCore`` implement
+them; the handlers, and the node, see no more of either than these)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
+from ...clock import Clock
 from ...error_codes import ErrorCode
-
-from ..runtime import Waiter
-
-if TYPE_CHECKING:
-    from ..core import ClusterCore
-    from ..node import BrokerNode
-    from ..storage.topic_log import PartitionLog
+from ..config import CoordinatorConfig
+from ..faults import FaultInjector
+from ..group.coordinator import GroupCoordinator
+from ..memory_pool import RequestMemoryPool
+from ..runtime import ServerRuntime, Waiter
+from ..storage.group_store import GroupStore
+from ..storage.topic_log import PartitionLog, TopicStore
 
 T = TypeVar("T")
 
 
+class Node(Protocol):
+    """One broker of the cluster, as a handler sees the node that answers it."""
+
+    node_id: int
+    host: str
+    port: int
+    coordinator: GroupCoordinator
+
+    def kick_timers(self) -> None:
+        """Re-arm the node's timer after the group coordinator's deadlines changed."""
+
+
+class Cluster(Protocol):
+    """What nodes and handlers use of the cluster they belong to."""
+
+    config: CoordinatorConfig
+    clock: Clock
+    runtime: ServerRuntime
+    cluster_id: str
+    topics: TopicStore
+    group_store: GroupStore
+    faults: FaultInjector
+    request_memory: RequestMemoryPool
+
+    def live_nodes(self) -> Sequence[Node]: ...
+
+    def controller_id(self) -> int: ...
+
+    def partition_leader(self, partition: int) -> int | None: ...
+
+    def coordinator_node_for(self, group_id: str) -> Node | None: ...
+
+    async def wait_for_append(self, keys: list[tuple[str, int]], timeout_ms: int) -> None: ...
+
+
 @dataclass(frozen=True)
 class RequestContext:
-    node: BrokerNode
-    core: ClusterCore
+    node: Node
+    core: Cluster
     api_version: int
     client_id: str
     client_host: str
