@@ -9,10 +9,13 @@ it, from ``poll()``, ``commit()`` or ``close()`` (:meth:`OffsetCommitter.invoke_
 from __future__ import annotations
 
 import logging
+import threading
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from kafka.future import Future as KafkaFuture
 from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
@@ -33,6 +36,14 @@ CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata], Exception | 
 CommittedOffsets = dict[TopicPartition, OffsetAndMetadata | None]
 
 
+@dataclass(frozen=True)
+class _CompletedCommit:
+    callback: CommitCallback | None
+    offsets: dict[TopicPartition, OffsetAndMetadata]
+    error: Exception | None
+    future: KafkaFuture
+
+
 class OffsetCommitter:
     def __init__(self, member: GroupMember, subscription: SubscriptionState, enable_auto_commit: bool,
                  auto_commit_interval_ms: int,
@@ -46,8 +57,12 @@ class OffsetCommitter:
         self.on_commit = on_commit
         self._succeeded_commits: deque[dict[TopicPartition, OffsetAndMetadata]] = deque()
         self.next_auto_commit_ms = 0
-        self.in_flight_commits: set[RequestFuture[None]] = set()
-        self.completed_commits: deque[tuple[CommitCallback, dict[TopicPartition, OffsetAndMetadata], Exception | None]] = deque()
+        # async commits not answered yet, in sending order (close() waits for them in turn);
+        # either thread removes one when its answer comes, so the list has a lock of its own
+        self._in_flight_lock = threading.Lock()
+        self._in_flight: list[RequestFuture[None]] = []
+        # finished async commits whose callback and future wait for the application thread
+        self.completed_commits: deque[_CompletedCommit] = deque()
 
     # -- commits -------------------------------------------------------------------------
     def send_commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> RequestFuture[None]:
@@ -131,29 +146,46 @@ class OffsetCommitter:
                 raise KafkaTimeoutError(f"{what} did not finish in time")
             self.client.sleep(self.member.config.retry_backoff_ms, timer)
 
-    def commit_async(self, offsets: dict[TopicPartition, OffsetAndMetadata], callback: CommitCallback | None) -> RequestFuture[None]:
+    def commit_async(self, offsets: dict[TopicPartition, OffsetAndMetadata],
+                     callback: CommitCallback | None) -> KafkaFuture:
+        """Send a commit; the future returned (kafka-python's) and ``callback`` are completed on
+        the application thread, by :meth:`invoke_completed_commit_callbacks` from a later
+        ``poll()``, ``commit()`` or ``close()``, as Java and kafka-python run commit callbacks:
+        whichever thread reads the answer, no user code runs there."""
+        answer = KafkaFuture()
         future = self.send_commit(offsets) if offsets else RequestFuture.succeeded_with(None)
 
         def done(result: Any) -> None:
+            with self._in_flight_lock:
+                self._in_flight.remove(future)
             error = result if isinstance(result, Exception) else None
-            if callback is not None:
-                # user callbacks run from poll() on the application thread, never here
-                self.completed_commits.append((callback, offsets, error))
-            elif error is not None:
+            if callback is None and error is not None:
                 log.warning("group %s: async commit failed: %s", self.member.config.group_id, error)
+            self.completed_commits.append(_CompletedCommit(callback, offsets, error, answer))
 
-        self.in_flight_commits.add(future)
-        future.add_both(lambda _: self.in_flight_commits.discard(future))
+        with self._in_flight_lock:
+            self._in_flight.append(future)
         future.add_both(done)
-        return future
+        return answer
+
+    def in_flight_commits(self) -> list[RequestFuture[None]]:
+        """The async commits not answered yet, oldest first."""
+        with self._in_flight_lock:
+            return list(self._in_flight)
 
     def invoke_completed_commit_callbacks(self) -> None:
-        """On the application thread: interceptors' on_commit, then commit_async callbacks."""
+        """On the application thread: interceptors' on_commit, then each finished async commit's
+        callback and future, in the order the commits finished."""
         while self._succeeded_commits and self.on_commit is not None:
             self.on_commit(self._succeeded_commits.popleft())
         while self.completed_commits:
-            callback, offsets, error = self.completed_commits.popleft()
-            callback(offsets, error)
+            done = self.completed_commits.popleft()
+            if done.error is None:
+                done.future.success(None)
+            else:
+                done.future.failure(done.error)
+            if done.callback is not None:
+                done.callback(done.offsets, done.error)
 
     def restart_auto_commit_timer(self, now: int) -> None:
         """A new assignment: the next auto-commit is a whole interval away."""

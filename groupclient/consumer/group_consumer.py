@@ -405,19 +405,17 @@ class GroupConsumer(ClusterQueries, PositionControl):
     def commit_async(self, offsets: dict[TopicPartition, OffsetAndMetadata] | None = None,
                      callback: CommitCallback | None = None) -> KafkaFuture:
         """Send a commit and return kafka-python's ``kafka.future.Future`` for it (``is_done`` an
-        attribute, ``add_callback``...).  ``callback(offsets, error_or_None)`` runs on this thread,
-        from a later poll() or commit()."""
+        attribute, ``add_callback``...).  The future is completed, and ``callback(offsets,
+        error_or_None)`` called, on this thread, by a later ``poll()``, ``commit()`` or ``close()``
+        (as Java runs commit callbacks): no user code runs on the heartbeat thread."""
         with self._ownership.acquired():
             self._ensure_open()
             group = self._group()
             offsets = self._subscription.consumed_offsets() if offsets is None else _as_offsets(offsets)
             future = group.commit_async(offsets, callback or self.config["default_offset_commit_callback"])
-            answer = KafkaFuture()
-            future.add_callback(answer.success)
-            future.add_errback(answer.failure)
             # send it now; a pending wakeup() is for the next blocking call, not for this one
             self._client.poll_until(None, Timer(self._clock, 0), wakeup=False)
-            return answer
+            return future
 
     def committed(self, partition: TopicPartition, metadata: bool = False,
                   timeout_ms: int | None = None) -> int | OffsetAndMetadata | None:
@@ -496,7 +494,7 @@ class GroupConsumer(ClusterQueries, PositionControl):
                         log.warning("auto-commit on close failed: %s", exc)
                 if group is not None:
                     # async commits still on their way are answered before the member leaves
-                    for future in list(group.in_flight_commits):
+                    for future in group.in_flight_commits():
                         self._client.poll_until(future, timer, wakeup=False)
                     group.invoke_completed_commit_callbacks()
                 if self._heartbeat_thread is not None:

@@ -1,9 +1,12 @@
 """Positions and offsets: seek*, position, highwater, pause/resume, beginning/end offsets,
 offsets_for_times, commit/commit_async/committed (ported in part from kafka-python's
-test/integration/test_consumer_integration.py)."""
+test/integration/test_consumer_integration.py).
+
+Deliberate differences: ``test_difference_commit_async_future_completes_on_the_polling_thread``."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -12,7 +15,7 @@ from kafka.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 
 from groupclient.coordinator import EmbeddedCluster
 
-from .conftest import ConsumerFactory, drain, new_topic, poll_until, unique
+from .conftest import KP, ConsumerFactory, drain, new_topic, poll_until, unique
 
 pytestmark = pytest.mark.integration
 
@@ -231,6 +234,31 @@ def test_commit_async_runs_the_callback_and_completes_the_future(cluster: Embedd
     done = consumer.commit_async({tp: OffsetAndMetadata(2, "explicit", -1)})
     assert poll_until(consumer, lambda: future.is_done is True and done.is_done is True, timeout_s=5)
     assert consumer.committed(tp, metadata=True, timeout_ms=5000)[:2] == (2, "explicit")
+
+
+def test_difference_commit_async_future_completes_on_the_polling_thread(
+        lib: str, cluster: EmbeddedCluster, make_consumer: ConsumerFactory) -> None:
+    """kafka-python completes the future (and runs its callbacks) on its IO thread as soon as the
+    answer comes; groupclient completes it on the thread that owns the consumer, from its next
+    poll(), commit() or close(), as it runs the commit callback: no user code on the heartbeat
+    thread."""
+    topic = new_topic(cluster, 1, [b"%d" % i for i in range(3)])
+    group = unique("group")
+    tp = TopicPartition(topic, 0)
+    consumer = make_consumer(topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False)
+    assert len(drain(consumer, 3)) == 3
+    application = threading.current_thread().name
+    ran_on: list[str] = []
+    future = consumer.commit_async({tp: OffsetAndMetadata(1, "", -1)})
+    future.add_callback(lambda _: ran_on.append(threading.current_thread().name))
+    if lib == KP:
+        assert cluster.wait_until(lambda: future.is_done is True, timeout_s=5)  # no poll() needed
+        assert ran_on and ran_on[0] != application
+    else:
+        assert cluster.wait_until(lambda: cluster.committed_offsets(group) == {(topic, 0): 1}, timeout_s=5)
+        assert future.is_done is False  # answered, but completed only by the owner's next call
+        assert poll_until(consumer, lambda: future.is_done is True, timeout_s=5)
+        assert ran_on == [application]
 
 
 def test_commits_of_consumed_offsets_carry_the_last_records_leader_epoch(

@@ -261,3 +261,38 @@ def test_survives_dropped_connections_coordinator_errors_and_slow_answers(loaded
     fired = {(key, kind) for _, key, kind in loaded.faults_fired()}
     assert len(fired) == 8 and len(loaded.faults_fired()) == 10  # every rule fired, all were survived
     assert loaded.committed_offsets("faulty") == {("api", 0): 10, ("api", 1): 10}
+
+
+def test_commit_async_callbacks_run_on_the_polling_thread_when_the_heartbeat_thread_read_the_answer(
+        loaded: EmbeddedCluster, consumer: GroupConsumer) -> None:
+    """An application busy between polls: each commit's answer is read by the heartbeat thread
+    (the application does not poll), yet the future's callbacks and the commit callback run on
+    the application thread, from its next poll()."""
+    consumer.subscribe(["api"])
+    assert len(drain(consumer, 20)) == 20
+    application = threading.current_thread().name
+    answered = threading.Event()
+    read_by: list[str] = []
+    observer = consumer._client.observer
+    assert observer is not None
+
+    def watch(api_key: int, latency: int, response: Any, failed: bool) -> None:
+        if api_key == 8:  # OffsetCommit
+            read_by.append(threading.current_thread().name)
+            answered.set()
+        observer(api_key, latency, response, failed)
+
+    consumer._client.observer = watch
+    ran_on: list[str] = []
+    for offset in range(1, 6):
+        answered.clear()
+        future = consumer.commit_async({TopicPartition("api", 0): OffsetAndMetadata(offset, "", -1)},
+                                       callback=lambda offsets, error: ran_on.append(threading.current_thread().name))
+        future.add_callback(lambda _: ran_on.append(threading.current_thread().name))
+        assert answered.wait(10), "the commit was never answered"  # busy: no poll meanwhile
+        assert not future.is_done  # completed by the application's next poll, not by the reader
+        consumer.poll(timeout_ms=0)
+        assert future.is_done and future.succeeded()
+    assert any(name != application for name in read_by), f"no answer read off the application thread: {read_by}"
+    assert ran_on == [application] * 10
+    assert consumer.committed(TopicPartition("api", 0)) == 5
