@@ -6,6 +6,7 @@ there is no background thread, and nothing waits outside ``NetworkClient.poll``.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -81,7 +82,7 @@ class AdminConnection:
         config = NetworkConfig(bootstrap_servers=parse_bootstrap(bootstrap_servers), client_id=client_id,
                                request_timeout_ms=timeout_ms, reconnect_backoff_ms=50,
                                reconnect_backoff_max_ms=1000, allow_auto_create_topics=False)
-        self.client = NetworkClient(config, self.clock)
+        self.client = NetworkClient(config, self.clock, random.Random())
         self._reached = False  # some broker has answered on this connection
         self._added: dict[int, tuple[str, int]] = {}  # nodes named outside metadata (coordinators)
 

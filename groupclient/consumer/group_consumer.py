@@ -11,6 +11,7 @@ lists every difference from kafka-python and why.
 from __future__ import annotations
 
 import logging
+import random
 import re
 from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
@@ -70,9 +71,10 @@ class GroupMetadata(ConsumerGroupMetadata):  # type: ignore[misc]  # kafka-pytho
 class GroupConsumer(ClusterQueries, PositionControl):
     DEFAULT_CONFIG = default_config()
     def __init__(self, *topics: str, clock: Clock | None = None, io: IOBackend | None = None,
-                 **configs: Any) -> None:
-        """``clock`` and ``io`` are for tests: the simulator in :mod:`groupclient.testing` passes
-        its clock and its in-memory network; everything else is kafka-python's configs."""
+                 rng: random.Random | None = None, **configs: Any) -> None:
+        """``clock``, ``io`` and ``rng`` are for tests: the simulator in :mod:`groupclient.testing`
+        passes its clock, its in-memory network and a seeded random source (every random draw of
+        the consumer comes from it); everything else is kafka-python's configs."""
         self.config = build_config(configs)
         cfg = self.config
         security = security_from_config(cfg)  # before anything starts: a bad setting raises here
@@ -89,7 +91,7 @@ class GroupConsumer(ClusterQueries, PositionControl):
             bootstrap, cfg["client_id"], cfg["request_timeout_ms"], cfg["reconnect_backoff_ms"],
             cfg["reconnect_backoff_max_ms"], cfg["max_in_flight_requests_per_connection"],
             cfg["metadata_max_age_ms"], cfg["allow_auto_create_topics"], cfg["retry_backoff_ms"],
-            security), self._clock, io=io,
+            security), self._clock, rng or random.Random(), io=io,
             observer=self._metrics.on_request_done if self._metrics is not None else None,
             io_observer=self._metrics.on_io if self._metrics is not None else None)
         self._subscription = SubscriptionState(cfg["auto_offset_reset"])

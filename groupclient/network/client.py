@@ -64,13 +64,15 @@ def parse_bootstrap(servers: str | list[str]) -> list[tuple[str, int]]:
 
 
 class NetworkClient:
-    def __init__(self, config: NetworkConfig, clock: Clock, rng: random.Random | None = None,
+    def __init__(self, config: NetworkConfig, clock: Clock, rng: random.Random,
                  io: IOBackend | None = None, observer: Callable[[int, int, Any, bool], None] | None = None,
                  io_observer: Callable[[int, int], None] | None = None) -> None:
+        """``rng``: every random draw of the client (the least loaded node's start, reconnect
+        jitter) comes from it, so a seeded one replays them."""
         self.config = config
         self.clock = clock
         self.metadata = ClusterMetadata(config.metadata_max_age_ms, retry_backoff_ms=config.retry_backoff_ms)
-        self._rng = rng or random.Random()
+        self._rng = rng
         self._lock = threading.Lock()
         self._io: IOBackend = io or SocketIO(config.security.ssl_context)
         self._poller = self._io.new_poller()
@@ -116,8 +118,8 @@ class NetworkClient:
                 node_id, address[0], address[1], client_id=cfg.client_id,
                 request_timeout_ms=cfg.request_timeout_ms, reconnect_backoff_ms=cfg.reconnect_backoff_ms,
                 reconnect_backoff_max_ms=cfg.reconnect_backoff_max_ms,
-                max_in_flight=cfg.max_in_flight_requests_per_connection, counters=self._io_counters,
-                sasl=cfg.security.sasl)
+                max_in_flight=cfg.max_in_flight_requests_per_connection, rng=self._rng,
+                counters=self._io_counters, sasl=cfg.security.sasl)
         return conn
 
     def add_node(self, node_id: int, host: str, port: int) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 import logging
 import os
+import random
 import struct
 from collections import deque
 from dataclasses import dataclass
@@ -23,7 +24,6 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersions
 from kafka.protocol.sasl import (
     SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 )
-from tenacity import wait_exponential_jitter
 
 from ..version import __version__
 from ..errors import (
@@ -33,6 +33,7 @@ from ..protocol.apis import ApiKey
 from ..protocol.decoding import decode_response
 from ..error_codes import ErrorCode, error_name
 from ..protocol.sasl import SaslError
+from .backoff import ExponentialBackoff
 from .future import RequestFuture
 from .io import EVENT_WRITE, IOBackend, Stream, TlsStream
 from .security import SaslExchange, SaslSettings
@@ -100,16 +101,9 @@ class InFlight:
 Completion = tuple[RequestFuture[Any], bool, Any]  # (future, succeeded, value or exception)
 
 
-class _Attempt:
-    """What tenacity's wait strategies read from a retry state."""
-
-    def __init__(self, attempt_number: int) -> None:
-        self.attempt_number = attempt_number
-
-
 class BrokerConnection:
     def __init__(self, node_id: int, host: str, port: int, *, client_id: str, request_timeout_ms: int,
-                 reconnect_backoff_ms: int, reconnect_backoff_max_ms: int, max_in_flight: int,
+                 reconnect_backoff_ms: int, reconnect_backoff_max_ms: int, max_in_flight: int, rng: random.Random,
                  max_response_bytes: int = 100_000_000, counters: IoCounters | None = None,
                  sasl: SaslSettings | None = None) -> None:
         self.node_id = node_id
@@ -132,8 +126,8 @@ class BrokerConnection:
         self.last_attempt_ms = -(2**62)
         self.failures = 0
         self._next_attempt_ms = -(2**62)
-        self._wait = wait_exponential_jitter(multiplier=reconnect_backoff_ms / 1000, max=reconnect_backoff_max_ms / 1000,
-                                             jitter=reconnect_backoff_ms / 1000)
+        self._reconnect_backoff = ExponentialBackoff(reconnect_backoff_ms, reconnect_backoff_max_ms)
+        self._rng = rng  # the client's: reconnect jitter replays with its seed
         self._send_buffer = bytearray()
         # received bytes, read straight into one buffer kept for the connection (no allocation
         # and no join per read): frames are parsed from _rstart to _rend; see _room and _frames
@@ -463,5 +457,5 @@ class BrokerConnection:
         return failed
 
     def _backoff_ms(self) -> int:
-        """reconnect_backoff_ms doubling per failed attempt up to the max, plus jitter."""
-        return int(self._wait(_Attempt(max(self.failures, 1))) * 1000)  # type: ignore[arg-type]
+        """reconnect_backoff_ms doubling per failed attempt up to the max, with Kafka's 20% jitter."""
+        return self._reconnect_backoff.backoff_ms(max(self.failures, 1) - 1, self._rng)

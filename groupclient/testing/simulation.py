@@ -9,6 +9,7 @@ checked, so a violation is reported at the instant it happens, with the schedule
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -72,6 +73,7 @@ class GroupSimulation:
         self.members: dict[str, SimMember] = {}  # by name; a restarted member replaces its old self
         self.delivered: dict[TopicPartition, set[int]] = {}  # every offset any member was given
         self.log: list[str] = []  # what the schedule did, in order, with times
+        self._incarnations: dict[str, int] = {}  # members started under each name
         for name, partitions in (topics or {"t": 6}).items():
             self.core.topics.create(name, partitions)
         self.invariants = Invariants(self)
@@ -124,7 +126,7 @@ class GroupSimulation:
         if b.commit != "auto":
             settings.setdefault("enable_auto_commit", False)
         io = SimIO(self.network, name)
-        consumer = GroupConsumer(clock=self.scheduler, io=io, **settings)
+        consumer = GroupConsumer(clock=self.scheduler, io=io, rng=self._member_rng(name), **settings)
         member = SimMember(self.scheduler, self.delivered, name, topics or sorted(self.core.topics.topics), consumer, io, b)
         self.members[name] = member
         member.thread = self.scheduler.spawn(f"{name}-app", lambda: member.run(listener), owner=name)
@@ -140,12 +142,18 @@ class GroupSimulation:
         settings = {**MEMBER_DEFAULTS, "group_id": self.group_id, "client_id": name,
                     "bootstrap_servers": self.bootstrap_servers, **configs}
         io = SimIO(self.network, name)
-        consumer = RecordingConsumer(clock=self.scheduler, io=io, **settings)
+        consumer = RecordingConsumer(clock=self.scheduler, io=io, rng=self._member_rng(name), **settings)
         member = SimMember(self.scheduler, self.delivered, name, topics or [], consumer, io, Behaviour(commit="none"))
         consumer.sim_member = member
         self.members[name] = member
         self.note(f"member {name} starts (driven by the test)")
         return consumer
+
+    def _member_rng(self, name: str) -> random.Random:
+        """The random source of a member's consumer, from the seed and the member's name and
+        incarnation: its draws replay with the seed and never shift the scheduler's."""
+        self._incarnations[name] = self._incarnations.get(name, 0) + 1
+        return random.Random(f"{self.seed}/{name}/{self._incarnations[name]}")
 
     def crash(self, name: str) -> None:
         """Kill the member's process: no LeaveGroup, no commit, its connections reset."""

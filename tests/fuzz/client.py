@@ -3,6 +3,7 @@ broker on a real 127.0.0.1 socket, and the ways a broker's answer can be wrong."
 
 from __future__ import annotations
 
+import random
 import queue
 import socket
 import threading
@@ -39,7 +40,7 @@ class MemoryIO:
 def ready_connection(io: MemoryIO) -> BrokerConnection:
     """A BrokerConnection that negotiated ApiVersions over ``io`` and is READY."""
     conn = BrokerConnection(1, "broker", 9092, client_id="fuzz", request_timeout_ms=30_000, reconnect_backoff_ms=1,
-                            reconnect_backoff_max_ms=10, max_in_flight=1000)
+                            reconnect_backoff_max_ms=10, max_in_flight=1000, rng=random.Random(0))
     assert conn.connect(0, io) == []
     conn.on_writable(0)
     (api_key, version, correlation_id), = take_requests(io.stream)

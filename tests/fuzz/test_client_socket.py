@@ -10,6 +10,7 @@ connects again, and the next request is answered on the new connection.
 
 from __future__ import annotations
 
+import random
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -49,7 +50,7 @@ def broker() -> Iterator[ScriptedBroker]:
 def client(broker: ScriptedBroker) -> Iterator[NetworkClient]:
     config = NetworkConfig([("127.0.0.1", broker.port)], "fuzz", request_timeout_ms=REQUEST_TIMEOUT_MS,
                            reconnect_backoff_ms=1, reconnect_backoff_max_ms=10)
-    client = NetworkClient(config, SystemClock())
+    client = NetworkClient(config, SystemClock(), random.Random(0))
     try:
         yield client
     finally:

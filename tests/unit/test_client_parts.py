@@ -229,3 +229,22 @@ def test_timer() -> None:
     clock.advance(500)
     assert timer.expired() and timer.remaining_ms() == 0
     assert not Timer(clock, None).expired()
+
+
+# -- ExponentialBackoff ------------------------------------------------------------------------
+def test_exponential_backoff_doubles_with_jitter_up_to_the_max_as_kafka() -> None:
+    from groupclient.network.backoff import ExponentialBackoff
+
+    backoff = ExponentialBackoff(50, 1000)  # reconnect_backoff_ms, reconnect_backoff_max_ms
+    rng = random.Random(7)
+    for attempts, term in [(0, 50), (1, 100), (2, 200), (3, 400), (4, 800)]:
+        waits = [backoff.backoff_ms(attempts, rng) for _ in range(200)]
+        assert min(waits) >= int(term * 0.8) and max(waits) <= int(term * 1.2), (attempts, min(waits), max(waits))
+        assert len(set(waits)) >= min(int(term * 0.3), 50)  # spread: clients failing together retry apart
+    capped = [backoff.backoff_ms(attempts, rng) for attempts in (5, 30, 10**6) for _ in range(100)]
+    assert max(capped) == 1000 and min(capped) >= 800
+    # a seed replays the waits exactly
+    assert [backoff.backoff_ms(3, random.Random(1)) for _ in range(3)] == [backoff.backoff_ms(3, random.Random(1))] * 3
+    # nothing to grow into: the initial value, no jitter (Java's expMax == 0)
+    assert {ExponentialBackoff(100, 100).backoff_ms(n, rng) for n in range(5)} == {100}
+    assert ExponentialBackoff(0, 1000).backoff_ms(3, rng) == 0

@@ -36,7 +36,7 @@ def answer(request: Any, log: dict[int, bytes], high_watermark: int) -> Any:
             log_start_offset=0, aborted_transactions=None, preferred_read_replica=-1, records=data)])])
 
 
-def setup(log: dict[int, bytes], high_watermark: int) -> tuple[ScriptedClient, SubscriptionState, Fetcher]:
+def scripted_fetcher(log: dict[int, bytes], high_watermark: int) -> tuple[ScriptedClient, SubscriptionState, Fetcher]:
     client = ScriptedClient(FakeClock())
     client.metadata.leaders = {"t": {0: 0}}
     subscription = SubscriptionState("earliest")
@@ -54,7 +54,7 @@ def fetch_offsets(client: ScriptedClient) -> list[int]:
 def test_the_next_fetch_goes_out_when_an_answer_arrives_not_when_it_is_consumed() -> None:
     rows = [(None, b"v", [])] * 3
     log = {0: batch(0, rows), 3: batch(3, rows), 6: batch(6, rows)}
-    client, subscription, fetcher = setup(log, high_watermark=9)
+    client, subscription, fetcher = scripted_fetcher(log, high_watermark=9)
     fetcher.send_fetches()
     client.deliver()  # three answers: each one's arrival sends the fetch for what follows it
     assert fetch_offsets(client)[:3] == [0, 3, 6]
@@ -66,7 +66,7 @@ def test_the_next_fetch_goes_out_when_an_answer_arrives_not_when_it_is_consumed(
 def test_pipelining_stops_at_the_buffer_budget() -> None:
     rows = [(None, b"x" * 1000, [])] * 5
     log = {0: batch(0, rows), 5: batch(5, rows), 10: batch(10, rows)}
-    client, subscription, fetcher = setup(log, high_watermark=15)
+    client, subscription, fetcher = scripted_fetcher(log, high_watermark=15)
     fetcher.config = FetchConfig(1, 500, 4000, 1048576, 0, True, None, None)  # one answer fills it
     fetcher.send_fetches()
     client.deliver()
@@ -80,7 +80,7 @@ def test_pipelining_stops_at_the_buffer_budget() -> None:
 def test_a_seek_makes_buffered_answers_stale_and_nothing_is_fetched_behind_them() -> None:
     rows = [(None, b"v", [])] * 3
     log = {0: batch(0, rows), 3: batch(3, rows), 1: batch(1, rows[:2])}
-    client, subscription, fetcher = setup(log, high_watermark=6)
+    client, subscription, fetcher = scripted_fetcher(log, high_watermark=6)
     client.on(ApiKey.FETCH, lambda request: answer(request, log, 6) if fetch_offsets(client)[-1] == 0 else None)
     fetcher.send_fetches()
     client.deliver()
@@ -90,7 +90,7 @@ def test_a_seek_makes_buffered_answers_stale_and_nothing_is_fetched_behind_them(
 
 def test_the_position_steps_over_a_trailing_transaction_marker() -> None:
     log = {0: batch(0, [(None, b"a", []), (None, b"b", [])]) + control_marker(2)}
-    client, subscription, fetcher = setup(log, high_watermark=3)
+    client, subscription, fetcher = scripted_fetcher(log, high_watermark=3)
     fetcher.send_fetches()
     client.deliver()
     assert [r.value for r in fetcher.fetched_records(100)[TP]] == [b"a", b"b"]

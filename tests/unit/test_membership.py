@@ -84,7 +84,7 @@ def heartbeat_answer(error: ErrorCode) -> Any:
 
 
 @pytest.fixture
-def setup() -> tuple[GroupMember, GroupJoin, ScriptedClient, Hooks, FakeClock]:
+def group() -> tuple[GroupMember, GroupJoin, ScriptedClient, Hooks, FakeClock]:
     clock = FakeClock()
     net = ScriptedClient(clock)
     hooks = Hooks()
@@ -95,8 +95,8 @@ def setup() -> tuple[GroupMember, GroupJoin, ScriptedClient, Hooks, FakeClock]:
     return member, GroupJoin(member, hooks), net, hooks, clock
 
 
-def test_leader_path_finds_coordinator_joins_assigns_and_syncs(setup: Any) -> None:
-    member, join, net, hooks, clock = setup
+def test_leader_path_finds_coordinator_joins_assigns_and_syncs(group: Any) -> None:
+    member, join, net, hooks, clock = group
     net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req) if req.member_id else join_answer(
         req, E.MEMBER_ID_REQUIRED, member="m-1"))
     net.on(ApiKey.SYNC_GROUP, sync_answer)
@@ -115,16 +115,16 @@ def test_leader_path_finds_coordinator_joins_assigns_and_syncs(setup: Any) -> No
     assert len(hooks.prepared) == 1 and not member.rejoin_needed()
 
 
-def test_follower_sends_an_empty_sync(setup: Any) -> None:
-    member, join, net, hooks, clock = setup
+def test_follower_sends_an_empty_sync(group: Any) -> None:
+    member, join, net, hooks, clock = group
     net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req, member="m-2", leader="m-1"))
     net.on(ApiKey.SYNC_GROUP, sync_answer)
     assert join.join_group_if_needed(Timer(clock, 10000))
     assert net.requests(ApiKey.SYNC_GROUP)[0].assignments == [] and not hooks.assign_calls
 
 
-def test_static_leader_told_to_skip_assignment_does_not_assign(setup: Any) -> None:
-    member, join, net, hooks, clock = setup
+def test_static_leader_told_to_skip_assignment_does_not_assign(group: Any) -> None:
+    member, join, net, hooks, clock = group
     net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req, skip=True))
     net.on(ApiKey.SYNC_GROUP, sync_answer)
     assert join.join_group_if_needed(Timer(clock, 10000))
@@ -137,8 +137,8 @@ def test_static_leader_told_to_skip_assignment_does_not_assign(setup: Any) -> No
     (E.REBALANCE_IN_PROGRESS, "m-9"),   # just join again
     (E.COORDINATOR_LOAD_IN_PROGRESS, "m-9"),
 ])
-def test_join_errors_from_the_table_lead_to_a_retry(setup: Any, error: ErrorCode, member_after: str) -> None:
-    member, join, net, hooks, clock = setup
+def test_join_errors_from_the_table_lead_to_a_retry(group: Any, error: ErrorCode, member_after: str) -> None:
+    member, join, net, hooks, clock = group
     member.generation = Generation(4, "m-9", "range")
     answers = iter([join_answer, join_answer])
     first = True
@@ -159,8 +159,8 @@ def test_join_errors_from_the_table_lead_to_a_retry(setup: Any, error: ErrorCode
     assert len(hooks.prepared) == 1  # partitions are given up once per join, not per attempt
 
 
-def test_not_coordinator_rediscovers(setup: Any) -> None:
-    member, join, net, hooks, clock = setup
+def test_not_coordinator_rediscovers(group: Any) -> None:
+    member, join, net, hooks, clock = group
     attempts = iter([E.NOT_COORDINATOR, E.NONE])
     net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req, next(attempts), leader="x", member="m-1"))
     net.on(ApiKey.SYNC_GROUP, sync_answer)
@@ -172,8 +172,8 @@ def test_not_coordinator_rediscovers(setup: Any) -> None:
 
 @pytest.mark.parametrize("error", [E.INCONSISTENT_GROUP_PROTOCOL, E.INVALID_SESSION_TIMEOUT,
                                    E.GROUP_AUTHORIZATION_FAILED, E.FENCED_INSTANCE_ID])
-def test_fatal_join_errors_are_raised_with_a_hint(setup: Any, error: ErrorCode) -> None:
-    member, join, net, hooks, clock = setup
+def test_fatal_join_errors_are_raised_with_a_hint(group: Any, error: ErrorCode) -> None:
+    member, join, net, hooks, clock = group
     net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req, error))
     with pytest.raises(FatalGroupError) as raised:
         join.join_group_if_needed(Timer(clock, 10000))
@@ -181,8 +181,8 @@ def test_fatal_join_errors_are_raised_with_a_hint(setup: Any, error: ErrorCode) 
     assert member.state is MemberState.UNJOINED
 
 
-def test_a_failing_assignor_is_raised_and_the_member_rejoins_next_time(setup: Any) -> None:
-    member, join, net, hooks, clock = setup
+def test_a_failing_assignor_is_raised_and_the_member_rejoins_next_time(group: Any) -> None:
+    member, join, net, hooks, clock = group
     hooks.fail_assignment = RuntimeError("my assignor is broken")
     net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req))
     net.on(ApiKey.SYNC_GROUP, sync_answer)
@@ -195,8 +195,8 @@ def test_a_failing_assignor_is_raised_and_the_member_rejoins_next_time(setup: An
     assert len(hooks.prepared) == 1 and len(hooks.completed) == 1
 
 
-def test_a_stale_sync_answer_is_dropped(setup: Any) -> None:
-    member, join, net, hooks, clock = setup
+def test_a_stale_sync_answer_is_dropped(group: Any) -> None:
+    member, join, net, hooks, clock = group
     net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req, leader="x", generation=5 if req.member_id == "m-1" else 4))
 
     def sync(req: Any) -> Any:
@@ -225,8 +225,8 @@ def _stable(join: GroupJoin, net: ScriptedClient, clock: FakeClock) -> None:
     (E.UNKNOWN_MEMBER_ID, MemberState.UNJOINED, "", False),
     (E.FENCED_INSTANCE_ID, MemberState.STABLE, "m-1", True),
 ])
-def test_heartbeat_answers(setup: Any, error: ErrorCode, state: MemberState, member_id: str, fatal: bool) -> None:
-    member, join, net, hooks, clock = setup
+def test_heartbeat_answers(group: Any, error: ErrorCode, state: MemberState, member_id: str, fatal: bool) -> None:
+    member, join, net, hooks, clock = group
     _stable(join, net, clock)
     net.on(ApiKey.HEARTBEAT, heartbeat_answer(error))
     future = member.send_heartbeat()
@@ -237,8 +237,8 @@ def test_heartbeat_answers(setup: Any, error: ErrorCode, state: MemberState, mem
     assert (member.fatal_error is not None) is fatal
 
 
-def test_a_heartbeat_answer_for_an_old_generation_changes_nothing(setup: Any) -> None:
-    member, join, net, hooks, clock = setup
+def test_a_heartbeat_answer_for_an_old_generation_changes_nothing(group: Any) -> None:
+    member, join, net, hooks, clock = group
     _stable(join, net, clock)
     net.on(ApiKey.HEARTBEAT, lambda req: None)  # hold it
     future = member.send_heartbeat()
@@ -249,8 +249,8 @@ def test_a_heartbeat_answer_for_an_old_generation_changes_nothing(setup: Any) ->
     assert member.generation == Generation(2, "m-1", "range")
 
 
-def test_leave_group_sends_reason_and_resets(setup: Any) -> None:
-    member, join, net, hooks, clock = setup
+def test_leave_group_sends_reason_and_resets(group: Any) -> None:
+    member, join, net, hooks, clock = group
     _stable(join, net, clock)
     net.on(ApiKey.LEAVE_GROUP, lambda req: LeaveGroupResponse(version=req.version, throttle_time_ms=0, error_code=0,
                                                                members=[]))
@@ -262,8 +262,8 @@ def test_leave_group_sends_reason_and_resets(setup: Any) -> None:
     assert member.state is MemberState.UNJOINED and member.generation.member_id == ""
 
 
-def test_coordinator_lookup_failure_backs_off_and_retries(setup: Any) -> None:
-    member, join, net, hooks, clock = setup
+def test_coordinator_lookup_failure_backs_off_and_retries(group: Any) -> None:
+    member, join, net, hooks, clock = group
     answers = iter([E.COORDINATOR_NOT_AVAILABLE, E.NONE])
 
     def find(req: Any) -> Any:
@@ -280,17 +280,17 @@ def test_coordinator_lookup_failure_backs_off_and_retries(setup: Any) -> None:
     assert clock.monotonic_ms() - start >= 100  # retry_backoff_ms
 
 
-def test_ensure_coordinator_ready_gives_up_when_the_timer_runs_out(setup: Any) -> None:
-    member, join, net, hooks, clock = setup
+def test_ensure_coordinator_ready_gives_up_when_the_timer_runs_out(group: Any) -> None:
+    member, join, net, hooks, clock = group
     net.on(ApiKey.FIND_COORDINATOR, lambda req: None)  # never answered
     assert not member.ensure_coordinator_ready(Timer(clock, 1000))
     assert member.coordinator_unknown()
 
 
-def test_poll_timeout_drops_partitions_before_leave_group_is_sent(setup: Any) -> None:
+def test_poll_timeout_drops_partitions_before_leave_group_is_sent(group: Any) -> None:
     from groupclient.member.heartbeat_thread import HeartbeatThread
 
-    member, join, net, hooks, clock = setup
+    member, join, net, hooks, clock = group
     _stable(join, net, clock)
     order: list[str] = []
     net.on(ApiKey.LEAVE_GROUP, lambda req: order.append("leave sent") or LeaveGroupResponse(
@@ -310,10 +310,10 @@ def test_poll_timeout_drops_partitions_before_leave_group_is_sent(setup: Any) ->
     assert member.state is MemberState.UNJOINED and member.rejoin_needed()
 
 
-def test_a_join_completed_by_another_poll_is_still_applied(setup: Any) -> None:
+def test_a_join_completed_by_another_poll_is_still_applied(group: Any) -> None:
     """The SyncGroup answer may be read by a network poll outside join_group_if_needed (the
     consumer's poll loop, after a short poll timeout): the assignment must still be applied."""
-    member, join, net, hooks, clock = setup
+    member, join, net, hooks, clock = group
     net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req, leader="x"))
     net.on(ApiKey.SYNC_GROUP, lambda req: None)  # held
     assert not join.join_group_if_needed(Timer(clock, 50))  # times out with SyncGroup in flight

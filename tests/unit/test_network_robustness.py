@@ -6,6 +6,7 @@ only addresses the fake does not know go to the real SocketIO, which must refuse
 
 from __future__ import annotations
 
+import random
 import logging
 import socket
 import struct
@@ -113,7 +114,7 @@ def new_client(brokers: set[tuple[str, int]] | None = None,
                bootstrap: list[tuple[str, int]] | None = None) -> tuple[NetworkClient, FakeIO, FakeClock]:
     clock = FakeClock()
     io = FakeIO({BROKER} if brokers is None else brokers)
-    client = NetworkClient(NetworkConfig(bootstrap or [BROKER], "t"), clock, io=io)
+    client = NetworkClient(NetworkConfig(bootstrap or [BROKER], "t"), clock, random.Random(0), io=io)
     return client, io, clock
 
 
@@ -345,7 +346,7 @@ class UnresolvingIO(FakeIO):
 def test_an_unresolvable_host_is_a_failed_connect() -> None:
     clock = FakeClock()
     io = UnresolvingIO({BROKER})
-    client = NetworkClient(NetworkConfig([("nowhere.invalid", 9092), BROKER], "t"), clock, io=io)
+    client = NetworkClient(NetworkConfig([("nowhere.invalid", 9092), BROKER], "t"), clock, random.Random(0), io=io)
     assert not client.ready(-1)
     client.poll(0)
     assert client.connection_failed(-1)
@@ -584,7 +585,7 @@ def test_a_connection_alone_survives_bad_bytes() -> None:
     """The same guarantee one level down: BrokerConnection.on_readable returns, never raises."""
     io = FakeIO({BROKER})
     conn = BrokerConnection(1, *BROKER, client_id="t", request_timeout_ms=1000, reconnect_backoff_ms=50,
-                            reconnect_backoff_max_ms=1000, max_in_flight=5)
+                            reconnect_backoff_max_ms=1000, max_in_flight=5, rng=random.Random(0))
     assert conn.connect(0, io) == []
     stream = io.streams[0]
     conn.on_writable(0)

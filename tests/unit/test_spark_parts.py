@@ -9,12 +9,14 @@ from kafka.consumer.fetcher import ConsumerRecord
 from kafka.structs import TopicPartition
 
 from groupclient.errors import ConfigurationError
-from groupclient.spark.arrow import records_to_table
-from groupclient.spark.options import consumer_config, parse_options
-from groupclient.spark.staging import FileRanges, Staging, overlapping
-from groupclient.spark.stop import Progress, StopWhen
 
 pytest.importorskip("pyarrow")
+pytest.importorskip("pyspark")  # groupclient.spark needs both: the spark extra
+
+from groupclient.spark.arrow import records_to_table  # noqa: E402
+from groupclient.spark.options import consumer_config, parse_options  # noqa: E402
+from groupclient.spark.staging import FileRanges, Staging, overlapping  # noqa: E402
+from groupclient.spark.stop import Progress, StopWhen  # noqa: E402
 
 
 def record(partition: int, offset: int) -> Any:

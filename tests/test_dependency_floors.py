@@ -1,0 +1,61 @@
+"""Every lower bound pyproject.toml declares is tested: the unit and simulation tests, the layer
+checks and ``groupclient demo`` pass on the lowest Python and the lowest version of every
+runtime dependency and test tool it allows (``tests/floors.py`` builds that environment once per
+pin list, under ~/.cache/groupclient).  The rest of the suite runs on the newest versions.
+
+The spark extra's bounds are not in this run: its tests need Spark itself (tests/spark/).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+
+import pytest
+from packaging.requirements import Requirement
+
+from tests.floors import ROOT, _normal, environment, find_python, floor_pins, installed, python_floor
+
+pytestmark = pytest.mark.integration
+
+SUITES = ["tests/unit", "tests/sim", "tests/test_layers.py", "tests/test_dead_code.py"]
+
+
+@pytest.fixture(scope="module")
+def interpreter() -> str:
+    python = find_python(python_floor())
+    if python is None:
+        message = f"the dependency floors need Python {python_floor()} (on PATH or installed by pyenv)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return str(environment(python, floor_pins()))
+
+
+def test_the_environment_has_exactly_the_declared_floors(interpreter: str) -> None:
+    have = installed(interpreter)
+    for pin in floor_pins():
+        requirement = Requirement(pin)
+        if requirement.marker is not None and not requirement.marker.evaluate():
+            continue
+        wanted = next(iter(requirement.specifier)).version
+        assert have.get(_normal(requirement.name)) is not None, f"{requirement.name} is not installed"
+        assert requirement.specifier.contains(have[_normal(requirement.name)]), \
+            f"{requirement.name} {have[_normal(requirement.name)]} installed, {wanted} wanted"
+    version = subprocess.run([interpreter, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    assert version == python_floor()
+
+
+def test_the_unit_and_simulation_tests_pass_on_the_floors(interpreter: str) -> None:
+    done = subprocess.run([interpreter, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *SUITES],
+                          cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
+
+
+def test_the_demo_passes_on_the_floors(interpreter: str) -> None:
+    with tempfile.TemporaryDirectory() as work:
+        done = subprocess.run([interpreter, "-m", "groupclient", "demo"], cwd=work, capture_output=True, text=True,
+                              timeout=300)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
