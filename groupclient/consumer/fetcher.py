@@ -121,7 +121,7 @@ class Fetcher:
         they end, while the buffer holds less than ``fetch_max_bytes`` (librdkafka's
         queued.max.messages.kbytes), so the next answer travels while the application works
         through this one.  Either thread may call this; a node is claimed under the lock."""
-        metadata = self.client.metadata
+        metadata = self.client.metadata.snapshot  # the leaders of one answer
         with self._lock:
             first: dict[TopicPartition, int] = {}
             ahead: dict[TopicPartition, int] = {}
@@ -140,7 +140,7 @@ class Fetcher:
                 position = ahead[tp]
             leader = metadata.leader_for(tp.topic, tp.partition)
             if leader is None:
-                metadata.request_update()
+                self.client.metadata.request_update()
                 continue
             if leader not in busy:
                 by_node.setdefault(leader, []).append((tp, position))
@@ -293,8 +293,9 @@ class Fetcher:
         pending = dict(timestamps)
         while pending:
             by_node: dict[int, dict[TopicPartition, int]] = {}
+            leaders = self.client.metadata.snapshot
             for tp, ts in pending.items():
-                leader = self.client.metadata.leader_for(tp.topic, tp.partition)
+                leader = leaders.leader_for(tp.topic, tp.partition)
                 if leader is None:
                     self.client.metadata.request_update()
                 else:

@@ -288,8 +288,9 @@ class GroupConsumer(ClusterQueries, PositionControl):
         member.poll_heartbeat(now)
         # a member that was frozen past its lease lets go before it hands out another record
         member.check_lease(now)
-        if self._subscription.pattern is not None and self._client.metadata.version:
-            if self._subscription.match_pattern(self._client.metadata.topics()):
+        metadata = self._client.metadata.snapshot
+        if self._subscription.pattern is not None and metadata.version:
+            if self._subscription.match_pattern(metadata.topics()):
                 member.request_rejoin(f"the pattern now matches {sorted(self._subscription.topics)}")
         if not self._wait_for_topic_metadata(timer):
             return False
@@ -319,7 +320,7 @@ class GroupConsumer(ClusterQueries, PositionControl):
         group-less consumption), following the metadata as topics and partitions come and go."""
         if not self._wait_for_topic_metadata(timer):
             return False
-        metadata = self._client.metadata
+        metadata = self._client.metadata.snapshot
         if self._subscription.pattern is not None:
             self._subscription.match_pattern(metadata.topics())
         wanted = {TopicPartition(topic, p) for topic in self._subscription.topics
@@ -331,8 +332,8 @@ class GroupConsumer(ClusterQueries, PositionControl):
 
     def _wait_for_topic_metadata(self, timer: Timer) -> bool:
         """Before the first join, know the partitions of the subscribed topics (bounded by timer)."""
-        metadata = self._client.metadata
         while True:
+            metadata = self._client.metadata.snapshot
             known = metadata.topics() | set(metadata.unavailable)
             if metadata.version and (self._subscription.pattern is not None or self._subscription.topics <= known):
                 return True

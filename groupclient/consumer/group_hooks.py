@@ -86,7 +86,7 @@ class ConsumerGroupHooks:
                                                       sub.generation_id, m.group_instance_id, sub.rack_id)
         group_topics = {t for s in subscriptions.values() for t in s.topics}
         self.subscription.group_topics = group_topics
-        metadata = self.client.metadata
+        metadata = self.client.metadata.snapshot  # one view: counts and racks of the same answer
         counts = {t: len(p) for t in group_topics if (p := metadata.partitions_for_topic(t))}
         missing = group_topics - set(counts)
         if missing:
@@ -109,14 +109,14 @@ class ConsumerGroupHooks:
         group_topics = {t for m in members for t in decode_subscription(m.metadata).topics}
         self.subscription.group_topics = group_topics
         self.client.set_topics(self.subscription.topics | group_topics)
-        metadata = self.client.metadata
+        metadata = self.client.metadata.snapshot
         self.assigned_snapshot = {t: len(p) if (p := metadata.partitions_for_topic(t)) else -1 for t in group_topics}
 
     def metadata_changed_since_assignment(self) -> bool:
         """The leader assigned with partition counts that no longer hold (new topic, more partitions)."""
         if self.assigned_snapshot is None:
             return False
-        metadata = self.client.metadata
+        metadata = self.client.metadata.snapshot
         for topic, count in self.assigned_snapshot.items():
             now = metadata.partitions_for_topic(topic)
             if (len(now) if now else -1) != count:

@@ -67,11 +67,11 @@ class ClusterQueries(ConsumerParts):
         if topics - metadata.topics():
             self._client.set_topics(None if self._subscription.pattern else
                                     self._subscription.topics | self._subscription.group_topics | topics)
-        while topics - metadata.topics() - set(metadata.unavailable):
+        while missing := topics - (view := metadata.snapshot).topics() - set(view.unavailable):
             future = self._client.maybe_update_metadata()
             self._client.poll_until(future, Timer(self._clock, min(timer.remaining_ms(), 100)))
             if timer.expired():
-                raise KafkaTimeoutError(f"no metadata for {sorted(topics - metadata.topics())} in time")
+                raise KafkaTimeoutError(f"no metadata for {sorted(missing)} in time")
 
     def topics(self) -> set[str]:
         """Every topic the cluster has (internal ones left out), asked for now; creates none."""

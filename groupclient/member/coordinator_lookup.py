@@ -58,14 +58,20 @@ class CoordinatorLookup:
         if coordinator is None:
             return True
         if self.client.connection_failed(coordinator):
-            self.mark_dead("the connection to the coordinator failed")
-            return True
+            # only that one: the other thread may have found the next coordinator meanwhile
+            self.mark_dead("the connection to the coordinator failed", coordinator)
+            return self.connection is None
         return False
 
-    def mark_dead(self, reason: str) -> None:
-        """Forget the coordinator and close its connections; the next request looks it up again."""
+    def mark_dead(self, reason: str, connection: int | None = None) -> None:
+        """Forget the coordinator and close its connections; the next request looks it up again.
+        With ``connection``, only if that is still the coordinator's (a failure seen on an old
+        coordinator's connection must not forget a newer one)."""
         with self._lock:
-            coordinator, self._connection = self._connection, None
+            coordinator = self._connection
+            if connection is not None and coordinator != connection:
+                return
+            self._connection = None
         if coordinator is not None:
             log.info("group %s: coordinator %d is unavailable (%s); rediscovering", self.group_id,
                      COORDINATOR_ID_BASE - coordinator, reason)
@@ -109,10 +115,18 @@ class CoordinatorLookup:
         return True
 
     def lookup(self) -> RequestFuture[int]:
-        """Send FindCoordinator, or return the one in flight (either thread may call this)."""
-        find = self._find_future
-        if find is not None and not find.is_done():
-            return find
+        """Send FindCoordinator, or return the one in flight: either thread may call this, and
+        the two get the same lookup (one locked step decides who sends it)."""
+        with self._lock:
+            find = self._find_future
+            if find is not None and not find.is_done():
+                return find
+            find = self._find_future = RequestFuture()
+        # sent outside the lock (never I/O under it); the other thread meanwhile waits on ``find``
+        self._send_find_coordinator().chain(find)
+        return find
+
+    def _send_find_coordinator(self) -> RequestFuture[int]:
         node = self.client.least_loaded_node()
         if node is None:
             return RequestFuture.failed_with(NodeNotReadyError("no broker is available"))
@@ -126,8 +140,7 @@ class CoordinatorLookup:
             return FindCoordinatorRequest(version=version, key=group_id, key_type=0)
 
         future = self.client.send(node, FindCoordinatorRequest, FindCoordinatorResponse, build)
-        self._find_future = future.compose(self._handle_find_coordinator)
-        return self._find_future
+        return future.compose(self._handle_find_coordinator)
 
     def _handle_find_coordinator(self, response: Any, future: RequestFuture[int]) -> None:
         if response.version >= 4:
@@ -154,15 +167,14 @@ class CoordinatorLookup:
         coordinator = self.connection
         if coordinator is None:
             return RequestFuture.failed_with(RetriableError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no coordinator"))
-        if heartbeat:
-            coordinator = heartbeat_connection(coordinator)
-        if not self.client.ready(coordinator):
+        node = heartbeat_connection(coordinator) if heartbeat else coordinator
+        if not self.client.ready(node):
             return RequestFuture.failed_with(NodeNotReadyError("the coordinator is not connected yet"))
-        future = self.client.send(coordinator, request_cls, response_cls, build, timeout_ms)
+        future = self.client.send(node, request_cls, response_cls, build, timeout_ms)
 
         def on_failure(exc: BaseException) -> None:
             if isinstance(exc, (DisconnectedError, RequestTimedOutError)):
-                self.mark_dead(str(exc))
+                self.mark_dead(str(exc), coordinator)  # that coordinator, not one found since
 
         future.add_errback(on_failure)
         return future

@@ -254,32 +254,35 @@ class GroupMember:
         its partitions through a long join (Java does not heartbeat there).  They go over their
         own connection, so a JoinGroup the coordinator holds does not hold them up."""
         with self._lock:
-            if self.state is MemberState.PREPARING_REBALANCE:
-                return self.generation.generation_id >= 0 and bool(self.generation.member_id)
-            return self.state in (MemberState.COMPLETING_REBALANCE, MemberState.STABLE)
+            return self._heartbeat_enabled()
+
+    def _heartbeat_enabled(self) -> bool:
+        """Callers hold the lock."""
+        if self.state is MemberState.PREPARING_REBALANCE:
+            return self.generation.generation_id >= 0 and bool(self.generation.member_id)
+        return self.state in (MemberState.COMPLETING_REBALANCE, MemberState.STABLE)
 
     def poll_heartbeat(self, now: int) -> None:
         """The application is polling (called on every turn of its poll loop)."""
         with self._lock:
             self.heartbeat.poll(now)
 
-    def send_heartbeat_if_due(self, now: int) -> None:
-        """The application thread sends a due heartbeat too (the heartbeat thread may be asleep
-        until a later one); a rare double send is harmless."""
-        if self.heartbeat_enabled() and not self.coordinator_unknown() and self.should_heartbeat(now):
-            self.send_heartbeat()
+    def send_heartbeat_if_due(self, now: int) -> RequestFuture[None] | None:
+        """Send a heartbeat if one is due (either thread: the application's poll sends a due one
+        too, as the heartbeat thread may be asleep until later).  Whether it is due and marking
+        it sent are one locked step, so the two threads never both send it."""
+        if self.coordinator_unknown():
+            return None
+        with self._lock:
+            if not self._heartbeat_enabled() or not self.heartbeat.should_heartbeat(now):
+                return None
+            self.heartbeat.sent(now)
+            generation = self.generation
+        return self._send_heartbeat(generation, now)
 
     def time_to_next_heartbeat(self, now: int) -> int:
         with self._lock:
             return self.heartbeat.time_to_next_heartbeat(now)
-
-    def should_heartbeat(self, now: int) -> bool:
-        with self._lock:
-            return self.heartbeat.should_heartbeat(now)
-
-    def poll_timeout_expired(self, now: int) -> bool:
-        with self._lock:
-            return self.heartbeat.poll_timeout_expired(now)
 
     def time_to_poll_timeout(self, now: int) -> int:
         with self._lock:
@@ -293,8 +296,8 @@ class GroupMember:
                 return None
             return max(0, self.heartbeat.lease_deadline() - now)
 
-    def _end_expired_lease(self, now: int, reason: str) -> bool:
-        """If the member holds partitions past its lease, end the lease; True if so.
+    def _end_expired_lease(self, now: int, reason: str) -> tuple[bool, bool]:
+        """If the member holds partitions past its lease, end the lease: (ended, was STABLE).
 
         A STABLE member goes UNJOINED and asks for a rejoin; member id and generation are kept:
         if the coordinator still has this member, the rejoin gets the same assignment back
@@ -303,12 +306,12 @@ class GroupMember:
         rejoining_owner = self.keeps_partitions_while_rejoining and self.ownership.owns_partitions()
         with self._lock:
             if not self.heartbeat.lease_expired(now):
-                return False
+                return False, False
             if self.state is MemberState.STABLE:
                 self._transition(MemberState.UNJOINED, reason)
                 self.rejoin_reason = self.rejoin_reason or reason
-                return True
-            return rejoining_owner
+                return True, True
+            return rejoining_owner, False
 
     def check_lease(self, now: int) -> bool:
         """If the ownership lease ran out, give the partitions up now (and rejoin); True if it did.
@@ -317,8 +320,8 @@ class GroupMember:
         rebalance without it (see Heartbeat), so at no instant do two members own a partition."""
         reason = (f"no heartbeat answered within the session timeout ({self.config.session_timeout_ms} ms) "
                   "or rejoined within the rebalance timeout; the partitions may belong to others now")
-        was_stable = self.is_stable()
-        if not self._end_expired_lease(now, reason):
+        ended, was_stable = self._end_expired_lease(now, reason)
+        if not ended:
             return False
         log.warning("group %s: %s", self.config.group_id, reason)
         self.ownership.on_ownership_lost(reason)
@@ -327,11 +330,15 @@ class GroupMember:
         return True
 
     def send_heartbeat(self) -> RequestFuture[None]:
-        sent = self.current_generation()
-        cfg = self.config
+        """Send a heartbeat now, due or not."""
         sent_at = self.clock.monotonic_ms()
         with self._lock:
             self.heartbeat.sent(sent_at)
+            sent = self.generation
+        return self._send_heartbeat(sent, sent_at)
+
+    def _send_heartbeat(self, sent: Generation, sent_at: int) -> RequestFuture[None]:
+        cfg = self.config
 
         def build(version: int) -> Any:
             return HeartbeatRequest(version=version, group_id=cfg.group_id, generation_id=sent.generation_id,
@@ -389,9 +396,33 @@ class GroupMember:
         them while this one still holds them, and a join completing meanwhile on the application
         thread sees the reset generation before it can see the partitions gone."""
         with self._lock:
-            generation, state = self.generation, self.state
-            self._reset_generation(f"leaving: {reason}")
-            self.rejoin_reason = f"left the group ({reason})"
+            left = self._forget_generation_to_leave(reason)
+        return self._send_leave_group(left, reason, before_sending)
+
+    def leave_if_poll_timed_out(self, now: int, before_sending: Callable[[], None]) -> tuple[bool, RequestFuture[None] | None]:
+        """The heartbeat thread's poll-timeout step: if the member is STABLE and the application
+        has not polled within max_poll_interval_ms, leave (as :meth:`maybe_leave_group`).  The
+        check and the forgetting of the generation are one locked step: a poll() the
+        application makes meanwhile either comes first (and the member stays) or after."""
+        reason = "the application did not call poll() within max_poll_interval_ms"
+        with self._lock:
+            if self.state is not MemberState.STABLE or not self.heartbeat.poll_timeout_expired(now):
+                return False, None
+            left = self._forget_generation_to_leave(reason)
+        log.warning("group %s: poll() was not called within max_poll_interval_ms (%d ms); leaving the group",
+                    self.config.group_id, self.config.rebalance_timeout_ms)
+        return True, self._send_leave_group(left, reason, before_sending)
+
+    def _forget_generation_to_leave(self, reason: str) -> tuple[Generation, MemberState]:
+        """Callers hold the lock: the generation and state the member leaves from."""
+        left = self.generation, self.state
+        self._reset_generation(f"leaving: {reason}")
+        self.rejoin_reason = f"left the group ({reason})"
+        return left
+
+    def _send_leave_group(self, left: tuple[Generation, MemberState], reason: str,
+                          before_sending: Callable[[], None] | None) -> RequestFuture[None] | None:
+        generation, state = left
         if before_sending is not None:
             before_sending()
         if not (self.is_dynamic() and generation.member_id and state is not MemberState.UNJOINED):
@@ -410,4 +441,3 @@ class GroupMember:
 
         future = self.send_to_coordinator(LeaveGroupRequest, LeaveGroupResponse, build)
         return future.compose(lambda r, f: f.success(None))
-

@@ -66,11 +66,8 @@ class HeartbeatThread:
                 return m.config.retry_backoff_ms
             lease = m.time_to_lease_end(now)
             return IDLE_CHECK_MS if lease is None else max(1, min(IDLE_CHECK_MS, lease))
-        if m.is_stable() and m.poll_timeout_expired(now):
-            log.warning("group %s: poll() was not called within max_poll_interval_ms (%d ms); leaving the group",
-                        m.config.group_id, m.config.rebalance_timeout_ms)
-            leave = m.maybe_leave_group("the application did not call poll() within max_poll_interval_ms",
-                                        before_sending=self.on_poll_timeout)
+        left, leave = m.leave_if_poll_timed_out(now, before_sending=self.on_poll_timeout)
+        if left:
             # the application is not polling, so this thread sends the LeaveGroup out itself; no
             # join can be in flight (the member was STABLE), so no assignor runs on this thread
             m.client.poll_until(leave, Timer(m.clock, min(m.config.request_timeout_ms, 5000)), wakeup=False)
@@ -82,8 +79,7 @@ class HeartbeatThread:
             # Java's heartbeat thread looks the coordinator up itself: a member whose application
             # is busy must not lose its place because nobody asked where the coordinator went
             m.coordinator.lookup()
-        elif m.should_heartbeat(now):
-            m.send_heartbeat()
+        elif m.send_heartbeat_if_due(now) is not None:
             wait = m.config.heartbeat_interval_ms
         # poll so that answers are read even while the application is busy
         m.client.poll_until(None, Timer(m.clock, 0), wakeup=False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,8 +71,9 @@ class NetworkClient:
         jitter) comes from it, so a seeded one replays them."""
         self.config = config
         self.clock = clock
-        self.metadata = ClusterMetadata(config.metadata_max_age_ms, retry_backoff_ms=config.retry_backoff_ms)
         self._rng = rng
+        self.metadata = ClusterMetadata(config.metadata_max_age_ms, retry_backoff_ms=config.retry_backoff_ms,
+                                        rng=rng)
         self._lock = threading.Lock()
         self._io: IOBackend = io or SocketIO(config.security.ssl_context)
         self._poller = self._io.new_poller()
@@ -103,7 +104,7 @@ class NetworkClient:
         return self.config.request_timeout_ms
 
     # -- nodes ---------------------------------------------------------------------------
-    def _known_nodes(self) -> dict[int, tuple[str, int]]:
+    def _known_nodes(self) -> Mapping[int, tuple[str, int]]:
         return self.metadata.brokers or self._bootstrap
 
     def _address(self, node_id: int) -> tuple[str, int] | None:
@@ -412,12 +413,13 @@ class NetworkClient:
             return None
         topics = self._wanted_topics
         auto_create = self.config.allow_auto_create_topics
+        requests = self.metadata.update_requests()
 
         future = self.send(node, MetadataRequest, MetadataResponse,
                            lambda version: _metadata_request(version, topics, auto_create))
 
         def apply(response: Any) -> None:
-            self.metadata.update(response, self.clock.monotonic_ms(), complete=topics is None)
+            self.metadata.update(response, self.clock.monotonic_ms(), topics is None, requests)
             self._forget_vanished_brokers()
 
         future.add_callback(apply)
@@ -431,11 +433,12 @@ class NetworkClient:
         while True:
             node = self.least_loaded_node()
             if node is not None and self.ready(node):
+                requests = self.metadata.update_requests()
                 future = self.send(node, MetadataRequest, MetadataResponse,
                                    lambda version: _metadata_request(version, None, False))
                 self.poll_until(future, timer)
                 if future.succeeded():
-                    self.metadata.update(future.value, self.clock.monotonic_ms(), complete=True)
+                    self.metadata.update(future.value, self.clock.monotonic_ms(), True, requests)
                     self._forget_vanished_brokers()
                     return
             else:
@@ -447,11 +450,12 @@ class NetworkClient:
         """Drop the connections of nodes the metadata no longer names, or names at another
         address (a broker advertised at a bad address, then at a good one)."""
         with self._locked():
-            gone = [n for n in self._conns if n >= 0 and n not in self.metadata.brokers and n not in self._coordinators]
+            brokers = self.metadata.brokers
+            gone = [n for n in self._conns if n >= 0 and n not in brokers and n not in self._coordinators]
             moved = [n for n, c in self._conns.items() if n >= 0 and n not in gone
                      and (c.host, c.port) != self._address(n)]
             completions: list[Completion] = []
-            for node_id in gone + moved + [n for n in self._conns if n < 0 and self.metadata.brokers]:
+            for node_id in gone + moved + [n for n in self._conns if n < 0 and brokers]:
                 completions += self._forget_node(node_id)
         self._finish(completions)
 

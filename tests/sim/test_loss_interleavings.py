@@ -71,6 +71,11 @@ class LossAtAcquisition:
         if self.path == "fenced":
             # what the heartbeat thread runs on an ILLEGAL_GENERATION answer: the partitions are lost
             membership.reset_generation_if(generation, "the test fences the generation", keep_member_id=True)
+        elif self.path == "lease":
+            # what it runs when no heartbeat was answered within the session timeout (the anchors
+            # are moved back, as if the answers had stopped long ago)
+            membership.heartbeat.session_anchor = membership.heartbeat.stable_anchor = -(10**9)
+            membership.check_lease(membership.clock.monotonic_ms())
         else:
             # what it runs when poll() was not called in time: forget the generation, drop the
             # partitions, send LeaveGroup (answered while the simulation goes on)
@@ -115,8 +120,10 @@ def run_with_loss_at(make_sim: Sim, at: int, cooperative: bool,
     return hook, got
 
 
-@pytest.mark.parametrize("cooperative,path", [(False, "fenced"), (True, "fenced"), (False, "poll-timeout")],
-                         ids=["eager-fenced", "cooperative-shrinking-fenced", "eager-left-on-poll-timeout"])
+@pytest.mark.parametrize("cooperative,path", [(False, "fenced"), (True, "fenced"), (False, "poll-timeout"),
+                                               (False, "lease"), (True, "lease")],
+                         ids=["eager-fenced", "cooperative-shrinking-fenced", "eager-left-on-poll-timeout",
+                              "eager-lease-ran-out", "cooperative-shrinking-lease-ran-out"])
 def test_a_loss_at_any_step_of_poll_never_fails_it(make_sim: Sim, cooperative: bool, path: str) -> None:
     dry, got = run_with_loss_at(make_sim, 0, cooperative, path)
     assert all(got[tp] == list(range(RECORDS)) for tp in PARTITIONS)

@@ -11,7 +11,7 @@ from groupclient.clock import FakeClock, Timer
 from groupclient.errors import DisconnectedError
 from groupclient.network.connection import CLIENT_MAX_VERSIONS
 from groupclient.network.future import RequestFuture
-from groupclient.network.metadata import ClusterMetadata
+from groupclient.network.metadata import ClusterMetadata, MetadataSnapshot
 
 Responder = Callable[[Any], Any]  # request -> response, an Exception to fail with, or None to hold
 
@@ -28,7 +28,7 @@ class ScriptedClient:
     def __init__(self, clock: FakeClock) -> None:
         self.clock = clock
         self.metadata = ClusterMetadata(300000)
-        self.metadata.brokers = {0: ("127.0.0.1", 9092)}
+        self.metadata.snapshot = MetadataSnapshot(brokers={0: ("127.0.0.1", 9092)})
         self.responders: dict[int, Responder] = {}
         self.sent: list[Sent] = []
         self.pending: list[Sent] = []

@@ -12,6 +12,7 @@ from groupclient import ConcurrentAccessError, GroupConsumer, WakeupError
 from groupclient.clock import FakeClock, Timer
 from groupclient.errors import ConfigurationError, DisconnectedError, FatalGroupError
 from groupclient.member.heartbeat import Heartbeat
+from groupclient.network.metadata import MetadataSnapshot
 from groupclient.network.client import NetworkClient, NetworkConfig, parse_bootstrap
 from groupclient.network.connection import ConnectionState, InFlight
 from groupclient.network.future import RequestFuture
@@ -60,7 +61,7 @@ def client_with(states: dict[int, tuple[ConnectionState, int, int, bool]]) -> Ne
     """states: node -> (state, in-flight count, last attempt ms, can connect now)."""
     clock = FakeClock(start_ms=10_000)
     client = NetworkClient(NetworkConfig([("127.0.0.1", 1)], "t"), clock, random.Random(0))
-    client.metadata.brokers = {n: ("127.0.0.1", 1000 + n) for n in states}
+    client.metadata.snapshot = MetadataSnapshot(brokers={n: ("127.0.0.1", 1000 + n) for n in states})
     for node, (state, in_flight, last_attempt, can_connect) in states.items():
         conn = client._connection(node)
         assert conn is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kafka.protocol.consumer.fetch import FetchResponse
@@ -38,7 +39,7 @@ def answer(request: Any, log: dict[int, bytes], high_watermark: int) -> Any:
 
 def scripted_fetcher(log: dict[int, bytes], high_watermark: int) -> tuple[ScriptedClient, SubscriptionState, Fetcher]:
     client = ScriptedClient(FakeClock())
-    client.metadata.leaders = {"t": {0: 0}}
+    client.metadata.snapshot = replace(client.metadata.snapshot, leaders={"t": {0: 0}})
     subscription = SubscriptionState("earliest")
     subscription.assign_from_user({TP})
     subscription.seek(TP, 0)

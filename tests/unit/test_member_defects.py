@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -27,7 +28,7 @@ E = ErrorCode
 def consumer_member(clock: FakeClock) -> tuple[GroupParts, ScriptedClient]:
     net = ScriptedClient(clock)
     net.on(ApiKey.FIND_COORDINATOR, find_ok)
-    net.metadata.leaders = {"t": {0: 0, 1: 0}}
+    net.metadata.snapshot = replace(net.metadata.snapshot, leaders={"t": {0: 0, 1: 0}})
     subscription = SubscriptionState("earliest")
     subscription.subscribe({"t"}, None)
     return build_group(net, clock, subscription), net
@@ -102,7 +103,7 @@ def test_a_static_leader_told_to_skip_the_assignment_still_watches_partition_cou
     sub = encode_subscription(Subscription(["t"]))
     hooks.watch_group("range", [JoinedMember("m-1", "static-1", sub), JoinedMember("m-2", None, sub)])
     assert not hooks.metadata_changed_since_assignment()
-    net.metadata.leaders = {"t": {0: 0, 1: 0, 2: 0}}  # the topic grew
+    net.metadata.snapshot = replace(net.metadata.snapshot, leaders={"t": {0: 0, 1: 0, 2: 0}})  # the topic grew
     assert hooks.metadata_changed_since_assignment()
 
 
