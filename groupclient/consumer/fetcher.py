@@ -54,6 +54,9 @@ class FetchConfig:
 
 
 class CompletedFetch:
+    """One partition's records of a Fetch answer.  Made by whichever thread read the answer, but
+    decoded (and deserialized: user code) only as the application thread drains it."""
+
     def __init__(self, tp: TopicPartition, fetch_offset: int, data: bytes, config: FetchConfig) -> None:
         self.tp = tp
         self.fetch_offset = fetch_offset
@@ -61,19 +64,27 @@ class CompletedFetch:
         # where this answer ends: the next fetch of the partition starts there, and the position
         # moves there once the records are drained (past trailing transaction markers)
         self.next_offset = next_offset(data, fetch_offset)
-        self._batches: Iterator[list[ConsumerRecord]] = decode_batches(
-            data, fetch_offset, tp.topic, tp.partition,
-            bind("key_deserializer", config.key_deserializer, tp.topic),
-            bind("value_deserializer", config.value_deserializer, tp.topic), config.check_crcs)
+        self._data = data
+        self._config = config
+        self._batches: Iterator[list[ConsumerRecord]] | None = None  # on the application thread
         # the batch being handed out, and the index of its next record
         self._batch: list[ConsumerRecord] = []
         self._index = 0
+
+    def _decoder(self) -> Iterator[list[ConsumerRecord]]:
+        if self._batches is None:
+            tp, config = self.tp, self._config
+            self._batches = decode_batches(
+                self._data, self.fetch_offset, tp.topic, tp.partition,
+                bind("key_deserializer", config.key_deserializer, tp.topic),
+                bind("value_deserializer", config.value_deserializer, tp.topic), config.check_crcs)
+        return self._batches
 
     def _next_record_ready(self) -> bool:
         """Whether a record is left; decodes the next batch when the current one is used up (a
         deserializer's or CRC error is raised here, and ends this answer)."""
         while self._index >= len(self._batch):
-            batch = next(self._batches, None)
+            batch = next(self._decoder(), None)
             if batch is None:
                 self._batch, self._index = [], 0
                 return False
