@@ -9,15 +9,16 @@ from .consumer.interceptors import ConsumerInterceptor
 from .consumer.listener import ConsumerRebalanceListener
 from .consumer.rebalance_events import RebalanceEvent
 from .errors import (
-    ArgumentTypeError, CommitFailedError, ConcurrentAccessError, ConfigurationError, FatalGroupError,
-    GroupClientError, IllegalStateError, KafkaTimeoutError, NoBrokersAvailableError, RebalanceInProgressError,
+    ArgumentTypeError, CommitFailedError, ConcurrentAccessError, ConfigurationError, FatalError, FatalGroupError,
+    GroupClientError, IllegalStateError, InternalError, KafkaTimeoutError, NoBrokersAvailableError, RebalanceInProgressError,
     RebalanceListenerError, RetriableError, UnassignedPartitionError, WakeupError,
 )
 from .version import __version__
 
 __all__ = [
     "ArgumentTypeError", "CommitFailedError", "ConcurrentAccessError", "ConfigurationError", "ConsumerInterceptor",
-    "ConsumerRebalanceListener", "FatalGroupError", "GroupClientError", "GroupConsumer", "IllegalStateError",
+    "ConsumerRebalanceListener", "FatalError", "FatalGroupError", "GroupClientError", "GroupConsumer",
+    "IllegalStateError", "InternalError",
     "KafkaTimeoutError", "NoBrokersAvailableError", "OffsetAndMetadata", "OffsetAndTimestamp", "RebalanceEvent",
     "RebalanceInProgressError", "RebalanceListenerError", "RetriableError", "TopicPartition",
     "UnassignedPartitionError", "WakeupError", "__version__",

@@ -9,8 +9,10 @@
 - :class:`RequestFailedError`: the broker refused one request (topic authorization, offset
   metadata too large...); :class:`UnexpectedBrokerError` when the code is one the request does
   not expect (or one newer than this client).  Raised once; the consumer goes on.
-- :class:`FatalGroupError`: the group refused this member for good (bad configuration, fenced
-  static member, authorization).  Close the consumer.
+- :class:`FatalError`: the consumer cannot go on; it is raised from every later ``poll()``: close
+  it.  :class:`FatalGroupError`: the group refused this member for good (bad configuration, fenced
+  static member, authorization); :class:`InternalError`: groupclient's own code failed (a bug:
+  report it with the traceback, which is the error's ``__cause__``).
 - :class:`CommitFailedError`: the commit cannot succeed because the group moved on; the records will
   be redelivered to whoever owns the partitions now.  :class:`RebalanceInProgressError` is the
   kind that says "commit again after the rebalance".
@@ -137,8 +139,18 @@ class RetriableError(BrokerError, kafka_errors.RetriableError):
     pass
 
 
-class FatalGroupError(BrokerError):
-    pass
+class FatalError(GroupClientError):
+    """The consumer cannot go on: raised from the call that found it and from every later
+    ``poll()``.  Close the consumer."""
+
+
+class FatalGroupError(BrokerError, FatalError):
+    """The group refused this member for good (its ``code`` says why)."""
+
+
+class InternalError(FatalError):
+    """groupclient's own code failed while handling an answer: a bug, never retried.  The
+    original exception, with its traceback, is ``__cause__`` (and in the log); please report it."""
 
 
 class RequestFailedError(BrokerError):

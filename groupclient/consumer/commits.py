@@ -21,7 +21,7 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from ..clock import Timer
 from ..error_codes import error_name
-from ..errors import CommitFailedError, FatalGroupError, KafkaTimeoutError, RebalanceInProgressError, RetriableError
+from ..errors import CommitFailedError, KafkaTimeoutError, ProtocolError, RebalanceInProgressError, RetriableError
 from ..member.group_member import GroupMember
 from ..member.types import Generation
 from ..network.future import RequestFuture
@@ -92,6 +92,7 @@ class OffsetCommitter:
 
         future = self.member.send_to_coordinator(OffsetCommitRequest, OffsetCommitResponse, build)
         committed: RequestFuture[None] = future.compose(lambda r, f: self._handle_commit(r, f, generation))
+        committed.add_errback(self.member.note_failure)  # fatal ones are kept for every poll()
         if self.on_commit is not None:
             # told on the application thread, by invoke_completed_commit_callbacks
             committed.add_callback(lambda _: self._succeeded_commits.append(offsets))
@@ -117,10 +118,7 @@ class OffsetCommitter:
                     return future.failure(CommitFailedError(
                         f"commit failed ({name}): the group rebalanced and the partitions may belong to "
                         "another member now; they will be consumed again from the last committed offset"))
-                error = error_for(code, ApiKey.OFFSET_COMMIT, "OffsetCommit")
-                if isinstance(error, FatalGroupError):
-                    self.member.set_fatal(error)
-                return future.failure(error)
+                return future.failure(error_for(code, ApiKey.OFFSET_COMMIT, "OffsetCommit"))
         future.success(None)
 
     def commit_sync(self, offsets: dict[TopicPartition, OffsetAndMetadata], timer: Timer) -> None:
@@ -219,25 +217,28 @@ class OffsetCommitter:
 
         def send() -> RequestFuture[CommittedOffsets]:
             future = self.member.send_to_coordinator(OffsetFetchRequest, OffsetFetchResponse, build)
-            return future.compose(self._handle_offset_fetch)
+            return future.compose(self._handle_offset_fetch).add_errback(self.member.note_failure)
 
         return self._until_done(send, timer, "fetching committed offsets")
 
     def _handle_offset_fetch(self, response: Any, future: RequestFuture[CommittedOffsets]) -> None:
         if response.version >= 8:
+            if len(response.groups or ()) != 1:
+                raise ProtocolError(f"an OffsetFetch answer for one group has {len(response.groups or ())} groups")
             group = response.groups[0]
             error, topics = group.error_code, group.topics
         else:
             error, topics = response.error_code, response.topics
-        if error:
-            if action_for(error, ApiKey.OFFSET_FETCH) is Action.REDISCOVER:
-                self.member.mark_coordinator_dead(f"OffsetFetch answered {error_name(error)}")
-            return future.failure(error_for(error, ApiKey.OFFSET_FETCH, "OffsetFetch"))
+        codes = [error, *(p.error_code for t in topics or () for p in t.partitions)]
+        code = next((c for c in codes if c), 0)
+        if code:
+            # the group's code, else the first partition's: the same table for both (Java's)
+            if action_for(code, ApiKey.OFFSET_FETCH) is Action.REDISCOVER:
+                self.member.mark_coordinator_dead(f"OffsetFetch answered {error_name(code)}")
+            return future.failure(error_for(code, ApiKey.OFFSET_FETCH, "OffsetFetch"))
         result: CommittedOffsets = {}
         for t in topics:
             for p in t.partitions:
-                if p.error_code:
-                    return future.failure(error_for(p.error_code, ApiKey.OFFSET_FETCH, "OffsetFetch"))
                 tp = TopicPartition(t.name, p.partition_index)
                 result[tp] = (OffsetAndMetadata(p.committed_offset, p.metadata or "", p.committed_leader_epoch)
                               if p.committed_offset >= 0 else None)

@@ -20,7 +20,7 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsRespo
 from kafka.structs import OffsetAndTimestamp, TopicPartition
 
 from ..clock import Timer
-from ..errors import ConfigurationError, KafkaTimeoutError
+from ..errors import ConfigurationError, InternalError, KafkaTimeoutError
 from ..network.transport import Transport
 from ..network.future import RequestFuture
 from ..protocol.apis import ApiKey
@@ -70,6 +70,9 @@ class CompletedFetch:
         # the batch being handed out, and the index of its next record
         self._batch: list[ConsumerRecord] = []
         self._index = 0
+        # what stopped the decoding (a CRC mismatch, a missing codec, a deserializer's error):
+        # the records before it are handed out, then it is raised (fetched_records)
+        self.error: Exception | None = None
 
     def _decoder(self) -> Iterator[list[ConsumerRecord]]:
         if self._batches is None:
@@ -81,10 +84,18 @@ class CompletedFetch:
         return self._batches
 
     def _next_record_ready(self) -> bool:
-        """Whether a record is left; decodes the next batch when the current one is used up (a
-        deserializer's or CRC error is raised here, and ends this answer)."""
+        """Whether a record is left; decodes the next batch when the current one is used up.  An
+        error decoding it (CRC, codec, deserializer) ends the records here and is kept in
+        ``error``."""
         while self._index >= len(self._batch):
-            batch = next(self._decoder(), None)
+            if self.error is not None:
+                return False
+            try:
+                batch = next(self._decoder(), None)
+            except Exception as exc:
+                self.error = exc
+                self._batch, self._index = [], 0
+                return False
             if batch is None:
                 self._batch, self._index = [], 0
                 return False
@@ -123,6 +134,7 @@ class Fetcher:
         # next fetched_records() that has no records to return, as the Java client does
         self._errors: dict[TopicPartition, BaseException] = {}
         self.drained_bytes = 0  # bytes of fetch answers fully handed out (metrics), under the lock
+        self.fatal_error: InternalError | None = None  # under the lock
 
     # -- fetching ------------------------------------------------------------------------
     def send_fetches(self) -> int:
@@ -173,8 +185,9 @@ class Fetcher:
 
         timeout = self.client.request_timeout_ms + self.config.fetch_max_wait_ms
         future = self.client.send(node, FetchRequest, FetchResponse, build, timeout_ms=timeout)
-        future.add_callback(lambda response: self._on_fetch(node, partitions, response))
-        future.add_errback(lambda exc: self._on_fetch_failed(node, exc))
+        handled: RequestFuture[None] = future.compose(lambda response, done: self._on_fetch(node, partitions,
+                                                                                          response, done))
+        handled.add_errback(lambda exc: self._on_fetch_failed(node, exc))
 
     def _build(self, version: int, partitions: list[tuple[TopicPartition, int]]) -> Any:
         cfg = self.config
@@ -189,7 +202,8 @@ class Fetcher:
             topics=[FetchRequest.FetchTopic(topic=t, partitions=p) for t, p in by_topic.items()],
             forgotten_topics_data=[], rack_id="")
 
-    def _on_fetch(self, node: int, partitions: list[tuple[TopicPartition, int]], response: Any) -> None:
+    def _on_fetch(self, node: int, partitions: list[tuple[TopicPartition, int]], response: Any,
+                  done: RequestFuture[None]) -> None:
         asked = dict(partitions)
         completed = []
         for topic in response.responses:
@@ -208,6 +222,8 @@ class Fetcher:
                         log.info("offset %d of %s is out of range; resetting", fetch_offset, tp)
                 elif action is Action.REFRESH_METADATA:
                     self.client.metadata.request_update()
+                elif action is Action.RETRY:
+                    log.debug("fetch of %s answered %s; fetching again", tp, error_name(p.error_code))
                 else:
                     error = error_for(p.error_code, ApiKey.FETCH, f"Fetch of {tp.topic}-{tp.partition}")
                     log.warning("fetch of %s failed with %s", tp, error_name(p.error_code))
@@ -216,6 +232,7 @@ class Fetcher:
         with self._lock:
             self._in_flight_nodes.discard(node)
             self._completed.extend(completed)
+        done.success(None)
         if completed:
             # the next answer is on its way while this one is decoded and handed out
             self.send_fetches()
@@ -225,14 +242,27 @@ class Fetcher:
         self.client.metadata.request_update()
         with self._lock:
             self._in_flight_nodes.discard(node)
+        self._note_failure(exc)
+
+    def _note_failure(self, exc: BaseException) -> None:
+        """A bug of groupclient's while handling a Fetch or ListOffsets answer is kept, and raised
+        from every later poll() (a fatal error: nothing is retried around a bug)."""
+        if isinstance(exc, InternalError):
+            with self._lock:
+                self.fatal_error = self.fatal_error or exc
 
     def fetched_records(self, max_records: int, delivered: bool = True) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Drain up to ``max_records`` decoded records and advance the positions; ``delivered``
         False leaves the commit positions to the caller (an iterator yields one at a time)."""
+        with self._lock:
+            fatal = self.fatal_error
+        if fatal is not None:
+            raise fatal
         result: dict[TopicPartition, list[ConsumerRecord]] = {}
         remaining = max_records
         paused = self.subscription.paused()
         kept: list[CompletedFetch] = []
+        failed: CompletedFetch | None = None
         while remaining > 0:
             with self._lock:
                 if not self._completed:
@@ -255,6 +285,11 @@ class Fetcher:
                 result.setdefault(tp, []).extend(records)
                 remaining -= len(records)
                 position = completed.fetch_offset = records[-1].offset + 1
+            if completed.error is not None:
+                # every record before the error is handed out; the position stays at the batch
+                # that failed, so the error comes again until the application seeks past it
+                failed = completed
+                break
             if not completed.exhausted():
                 kept.append(completed)
                 continue
@@ -264,8 +299,13 @@ class Fetcher:
                 # drained: step over what follows the last record in this answer (transaction
                 # markers), as Java's nextFetchOffset does, so the next answer lines up
                 self.subscription.advance(tp, position, completed.next_offset, delivered)
+        if failed is not None and result:
+            kept.insert(0, failed)  # raised by the next call, after these records (as Java)
         with self._lock:
             self._completed.extendleft(reversed(kept))
+        if failed is not None and not result:
+            assert failed.error is not None
+            raise failed.error  # once: the answer is dropped, and fetched again from the position
         if not result:
             self._raise_partition_error()
         return result
@@ -360,7 +400,8 @@ class Fetcher:
                     result[TopicPartition(t.name, p.partition_index)] = OffsetAndTimestamp(offset, timestamp, epoch)
             future.success(result)
 
-        return self.client.send(node, ListOffsetsRequest, ListOffsetsResponse, build).compose(handle)
+        sent = self.client.send(node, ListOffsetsRequest, ListOffsetsResponse, build)
+        return sent.compose(handle).add_errback(self._note_failure)
 
     def reset_positions(self, timer: Timer) -> None:
         resets = self.subscription.resets_needed()

@@ -34,6 +34,8 @@ from ..member.types import GroupConfig
 from ..network.client import NetworkClient, NetworkConfig, parse_bootstrap
 from ..network.io import IOBackend
 from ..network.security import security_from_config
+from ..protocol.apis import ApiKey
+from ..protocol.error_table import error_for
 from .assigned import AssignedPartitions
 from .commits import CommitCallback, OffsetCommitter
 from .config import build_config, check_name, default_config
@@ -263,15 +265,17 @@ class GroupConsumer(ClusterQueries, PositionControl):
                 return {}
 
     def _raise_pending(self) -> None:
+        """What the application must hear now: a listener's exception (once), and a fatal error
+        (every time: the group refused the member for good, or groupclient failed)."""
         self._listener_calls.raise_pending()
-        if self._member is not None:
-            error = self._member.fatal_error
+        for error in (self._member.fatal_error if self._member is not None else None, self._fetcher.fatal_error):
             if error is not None:
                 raise error
 
     def _poll_group(self, timer: Timer) -> bool:
         """Metadata, group membership, auto-commit; True when partitions can be fetched."""
         self._client.maybe_update_metadata()
+        self._raise_metadata_errors()
         committer, hooks, member, join = self._committer, self._hooks, self._member, self._join
         if committer is not None:
             committer.invoke_completed_commit_callbacks()
@@ -314,6 +318,15 @@ class GroupConsumer(ClusterQueries, PositionControl):
         committer.maybe_auto_commit(self._clock.monotonic_ms())
         member.send_heartbeat_if_due(self._clock.monotonic_ms())
         return True
+
+    def _raise_metadata_errors(self) -> None:
+        """A Metadata answer refused a topic this consumer uses (authorization, an invalid name,
+        an unknown code): raised once per answer, as Java's poll() does; the consumer goes on."""
+        errors = self._client.metadata.take_errors()
+        used = self._subscription.topics | {tp.topic for tp in self._subscription.assigned()}
+        for topic, code in sorted(errors.items()):
+            if topic in used:
+                raise error_for(code, ApiKey.METADATA, f"Metadata for topic {topic}")
 
     def _assign_all_partitions(self, timer: Timer) -> bool:
         """Without a group_id a subscription is every partition of the topics (kafka-python's
@@ -481,6 +494,8 @@ class GroupConsumer(ClusterQueries, PositionControl):
         future = member.maybe_leave_group(reason)
         if future is not None:
             self._client.poll_until(future, Timer(self._clock, self.config["request_timeout_ms"]), wakeup=False)
+            if future.failed():  # the member is gone either way (Java logs it too)
+                log.warning("group %s: LeaveGroup failed: %s", self.config["group_id"], future.exception)
 
     def close(self, autocommit: bool = True, timeout_ms: int | None = None) -> None:
         with self._ownership.acquired():

@@ -17,8 +17,10 @@ from kafka.consumer.fetcher import ConsumerRecord
 from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.util import calc_crc32c
 
-from ..errors import RetriableError
 from ..error_codes import ErrorCode
+from ..errors import BrokerError
+from ..protocol.apis import ApiKey
+from ..protocol.error_table import error_for
 from .codecs import decompress
 
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
@@ -94,7 +96,7 @@ def decode_batches(data: bytes, fetch_offset: int, topic: str, partition: int, k
             pos = batch_end
             continue
         if check_crcs and calc_crc32c(memoryview(buf)[pos + _CRC_START:batch_end]) != crc:
-            raise RetriableError(ErrorCode.CORRUPT_MESSAGE, f"CRC check failed for a batch of {topic}-{partition}")
+            raise _corrupt(topic, partition, base_offset)
         if attributes & _CONTROL_MASK:
             pos = batch_end  # transaction markers are not records
             continue
@@ -212,7 +214,7 @@ def _slow_batch(raw: bytes, fetch_offset: int, topic: str, partition: int, kd: D
                 vd: Deserializer, check_crcs: bool) -> Iterator[ConsumerRecord]:
     batch = DefaultRecordBatch(raw)
     if check_crcs and not batch.validate_crc():
-        raise RetriableError(ErrorCode.CORRUPT_MESSAGE, f"CRC check failed for a batch of {topic}-{partition}")
+        raise _corrupt(topic, partition, batch.base_offset)
     if batch.is_control_batch:
         return  # transaction markers are not records
     epoch = batch.leader_epoch
@@ -226,3 +228,12 @@ def _slow_batch(raw: bytes, fetch_offset: int, topic: str, partition: int, kd: D
             vd(value, headers) if vd is not None and value is not None else value,
             headers, None, len(key) if key is not None else -1, len(value) if value is not None else -1,
             sum(len(k) + len(v or b"") for k, v in headers) if headers else -1)
+
+
+def _corrupt(topic: str, partition: int, base_offset: int) -> BrokerError:
+    """A batch whose CRC does not match: what the error table says of CORRUPT_MESSAGE on a fetch
+    (raised to the application once per fetch of it; the position stays at the batch, so
+    ``seek()`` past it to go on, as in Java)."""
+    return error_for(ErrorCode.CORRUPT_MESSAGE, ApiKey.FETCH,
+                     f"the CRC of the record batch at offset {base_offset} of {topic}-{partition} does not match "
+                     "its records; seek past it to skip it")

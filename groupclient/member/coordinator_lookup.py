@@ -19,7 +19,7 @@ from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, Fin
 
 from ..clock import Timer
 from ..error_codes import ErrorCode
-from ..errors import DisconnectedError, NodeNotReadyError, RequestTimedOutError, RetriableError
+from ..errors import DisconnectedError, NodeNotReadyError, ProtocolError, RequestTimedOutError, RetriableError
 from ..network.future import RequestFuture
 from ..network.transport import Transport
 from ..protocol.apis import ApiKey
@@ -144,6 +144,9 @@ class CoordinatorLookup:
 
     def _handle_find_coordinator(self, response: Any, future: RequestFuture[int]) -> None:
         if response.version >= 4:
+            if len(response.coordinators or ()) != 1:
+                raise ProtocolError(f"a FindCoordinator answer for one group has "
+                                    f"{len(response.coordinators or ())} coordinators")
             found = response.coordinators[0]
             error, node_id, host, port = found.error_code, found.node_id, found.host, found.port
         else:

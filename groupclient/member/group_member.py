@@ -20,7 +20,7 @@ from kafka.protocol.consumer.group import HeartbeatRequest, HeartbeatResponse, L
 
 from ..clock import Clock, Timer
 from ..error_codes import ErrorCode, error_name
-from ..errors import BrokerError, FatalGroupError
+from ..errors import BrokerError, FatalError
 from ..network.future import RequestFuture
 from ..network.transport import Transport
 from ..protocol.apis import ApiKey
@@ -108,6 +108,12 @@ class GroupMember:
             if self.fatal_error is None:
                 self.fatal_error = error
 
+    def note_failure(self, error: BaseException) -> None:
+        """A request of this member failed: a :class:`FatalError` (the group's refusal for good,
+        a bug of groupclient's) is kept, and raised from every later poll()."""
+        if isinstance(error, FatalError):
+            self.set_fatal(error)
+
     def rebalance_timing(self) -> tuple[str, int, int]:
         """The current join's reason, when its first JoinGroup and its SyncGroup were sent."""
         with self._lock:
@@ -141,7 +147,7 @@ class GroupMember:
         authorization...) is kept for every later poll() and raised."""
         try:
             return self.coordinator.ensure_ready(timer)
-        except FatalGroupError as exc:
+        except FatalError as exc:
             self.set_fatal(exc)
             raise
 
@@ -183,7 +189,7 @@ class GroupMember:
                 self._transition(MemberState.COMPLETING_REBALANCE, f"joined generation {response.generation_id}")
             elif action is Action.RETRY_WITH_MEMBER_ID:
                 self.generation = Generation(-1, response.member_id)
-            elif action is Action.RESET_MEMBER or (action is Action.FATAL and error == ErrorCode.GROUP_MAX_SIZE_REACHED):
+            elif action is Action.RESET_MEMBER:
                 self.generation = NO_GENERATION
             elif action is Action.RESET_GENERATION:
                 self.generation = Generation(-1, self.generation.member_id)
@@ -346,7 +352,8 @@ class GroupMember:
 
         future = self.send_to_coordinator(HeartbeatRequest, HeartbeatResponse, build, heartbeat=True)
         future.add_errback(lambda exc: self._heartbeat_failed())
-        return future.compose(lambda r, f: self._handle_heartbeat(r, f, sent, sent_at))
+        handled: RequestFuture[None] = future.compose(lambda r, f: self._handle_heartbeat(r, f, sent, sent_at))
+        return handled.add_errback(self.note_failure)
 
     def _heartbeat_failed(self) -> None:
         with self._lock:
@@ -373,8 +380,6 @@ class GroupMember:
                     self._reset_generation(f"Heartbeat answered {error_name(error)}",
                                            keep_member_id=action is Action.RESET_GENERATION)
                     lost = True
-                elif action is Action.FATAL and self.fatal_error is None:
-                    self.fatal_error = error_for(error, ApiKey.HEARTBEAT)
         if lost:
             self.ownership.on_ownership_lost(f"the coordinator answered a heartbeat with {error_name(error)}")
         if action is Action.REDISCOVER:
@@ -440,4 +445,16 @@ class GroupMember:
             return LeaveGroupRequest(version=version, group_id=cfg.group_id, member_id=generation.member_id)
 
         future = self.send_to_coordinator(LeaveGroupRequest, LeaveGroupResponse, build)
-        return future.compose(lambda r, f: f.success(None))
+        return future.compose(self._handle_leave)
+
+    def _handle_leave(self, response: Any, future: RequestFuture[None]) -> None:
+        """The member is gone either way: an error is only reported (Java logs it), and a
+        coordinator that moved is looked up again by whoever needs it next."""
+        errors = [response.error_code, *(m.error_code for m in getattr(response, "members", None) or ())]
+        error = next((e for e in errors if e), 0)
+        action = action_for(error, ApiKey.LEAVE_GROUP)
+        if action is Action.NONE:
+            return future.success(None)
+        if action is Action.REDISCOVER:
+            self.mark_coordinator_dead(f"LeaveGroup answered {error_name(error)}")
+        future.failure(error_for(error, ApiKey.LEAVE_GROUP, "LeaveGroup"))

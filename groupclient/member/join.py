@@ -19,7 +19,7 @@ from kafka.protocol.consumer.group import JoinGroupRequest, JoinGroupResponse, S
 
 from ..clock import Timer
 from ..error_codes import ErrorCode, error_name
-from ..errors import FatalGroupError, ProtocolError, RetriableError
+from ..errors import FatalError, ProtocolError, RetriableError
 from ..network.future import RequestFuture
 from ..protocol.apis import ApiKey
 from ..protocol.consumer_protocol import PROTOCOL_TYPE
@@ -110,7 +110,7 @@ class GroupJoin:
         once, False when the timer ran out during the backoff."""
         exc = failed.exception
         assert exc is not None
-        if isinstance(exc, FatalGroupError):
+        if isinstance(exc, FatalError):  # the group refused this member for good, or a bug
             self.member.set_fatal(exc)
             raise exc
         if not isinstance(exc, RetriableError):

@@ -18,7 +18,8 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from ..clock import Clock, Timer
 from ..errors import (
-    AuthenticationError, FatalGroupError, KafkaTimeoutError, NoBrokersAvailableError, NodeNotReadyError, WakeupError,
+    AuthenticationError, FatalGroupError, InternalError, KafkaTimeoutError, NoBrokersAvailableError, NodeNotReadyError,
+    WakeupError,
 )
 from ..error_codes import ErrorCode
 from .connection import BrokerConnection, Completion, ConnectionState, IoCounters
@@ -98,6 +99,8 @@ class NetworkClient:
         self._io_counters = IoCounters()
         # the last failed authentication (TLS or SASL), raised by the application's next wait
         self._auth_failure: AuthenticationError | None = None
+        # a bug of groupclient's handling a Metadata answer: raised by every application wait
+        self._internal_error: InternalError | None = None
 
     @property
     def request_timeout_ms(self) -> int:
@@ -292,18 +295,22 @@ class NetworkClient:
                 return
             self.poll(min(timer.remaining_ms(), 100) if future is not None else timer.remaining_ms())
             if wakeup:
-                self.raise_auth_failure()
+                self.raise_failures()
             if future is None or future.is_done() or timer.expired():
                 if wakeup:
                     self.maybe_trigger_wakeup()
                 return
 
-    def raise_auth_failure(self) -> None:
-        """Raise the last failed authentication (TLS or SASL) once, if there is one.  Called from
-        the application's waits (``poll_until`` with ``wakeup``), never from the heartbeat thread:
-        Kafka's clients likewise throw it from the next ``poll()``, not from a retry loop."""
+    def raise_failures(self) -> None:
+        """Raise a bug of groupclient's found handling a Metadata answer (every time: it is
+        fatal), else the last failed authentication (TLS or SASL) once.  Called from the
+        application's waits (``poll_until`` with ``wakeup``), never from the heartbeat thread:
+        Kafka's clients likewise throw these from the next ``poll()``, not from a retry loop."""
         with self._locked():
+            internal = self._internal_error
             failure, self._auth_failure = self._auth_failure, None
+        if internal is not None:
+            raise internal
         if failure is not None:
             raise failure
 
@@ -418,14 +425,21 @@ class NetworkClient:
         future = self.send(node, MetadataRequest, MetadataResponse,
                            lambda version: _metadata_request(version, topics, auto_create))
 
-        def apply(response: Any) -> None:
+        def apply(response: Any, applied: RequestFuture[Any]) -> None:
             self.metadata.update(response, self.clock.monotonic_ms(), topics is None, requests)
             self._forget_vanished_brokers()
+            applied.success(response)
 
-        future.add_callback(apply)
-        future.add_errback(lambda exc: self.metadata.request_update())
-        self._metadata_future = future
-        return future
+        handled: RequestFuture[Any] = future.compose(apply)
+        handled.add_errback(self._metadata_failed)
+        self._metadata_future = handled
+        return handled
+
+    def _metadata_failed(self, exc: BaseException) -> None:
+        self.metadata.request_update()
+        if isinstance(exc, InternalError):
+            with self._locked():
+                self._internal_error = self._internal_error or exc
 
     def fetch_all_topics(self, timer: Timer) -> None:
         """One Metadata request for every topic, creating none and leaving the topics this client

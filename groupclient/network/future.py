@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from ..errors import GroupClientError, ProtocolError, RetriableError
+from ..errors import GroupClientError, InternalError, RetriableError
 
 log = logging.getLogger("groupclient.network")
 
@@ -120,8 +120,10 @@ class RequestFuture(Generic[T]):
         """A new future completed by ``adapter(value, new_future)`` when this one succeeds.
 
         Failures pass through unchanged, as in the Java client's RequestFutureAdapter.  An adapter
-        that raises before completing the new future fails it (with a groupclient error as it is,
-        anything else as a retriable ProtocolError), so callers never wait until their timeout.
+        that raises before completing the new future fails it, so callers never wait until their
+        timeout: with its own error if it raised a groupclient one (an answer it found unusable
+        is a ``ProtocolError``), and with :class:`InternalError` for anything else, which is a bug
+        of groupclient's: fatal, never retried, its traceback logged and kept as ``__cause__``.
         """
         composed: RequestFuture[U] = RequestFuture()
 
@@ -131,10 +133,11 @@ class RequestFuture(Generic[T]):
             except GroupClientError as exc:
                 composed._complete(None, exc)  # a no-op if the adapter completed it first
             except Exception as exc:
-                # an answer the adapter could not use (an empty list where one entry is due...):
-                # a retriable ProtocolError for the caller, the traceback in the log
-                log.exception("a RequestFuture.compose adapter failed")
-                composed._complete(None, ProtocolError(f"an answer this client cannot use: {exc!r}"))
+                log.exception("handling an answer failed: a bug in groupclient")
+                bug = InternalError(f"handling an answer failed with {exc!r}: a bug in groupclient (the "
+                                    "traceback is this error's __cause__); close the consumer")
+                bug.__cause__ = exc
+                composed._complete(None, bug)
 
         self.add_callback(adapt)
         self.add_errback(composed.failure)

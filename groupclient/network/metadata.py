@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocol.apis import ApiKey
+from ..protocol.error_table import Action, action_for
 from .backoff import ExponentialBackoff
 
 log = logging.getLogger("groupclient.network")
@@ -108,6 +110,9 @@ class ClusterMetadata:
         self._last_refresh_ms = -(2**62)
         self._retry_at = -(2**62)
         self._failed_refreshes = 0
+        # topic -> error code the application must hear (the error table's RAISE for Metadata:
+        # topic authorization, an invalid name, a code newer than this client), until it takes it
+        self._to_raise: dict[str, int] = {}
 
     # -- reading (any thread; one snapshot per question) ------------------------------------
     @property
@@ -157,7 +162,10 @@ class ClusterMetadata:
         after the request was sent (``requests_when_sent`` is older) is still to be done."""
         snapshot = self.snapshot.applied(response, complete)
         failed = any(t.error_code for t in response.topics)
+        to_raise = {t.name: int(t.error_code) for t in response.topics if t.error_code and t.name is not None
+                    and action_for(t.error_code, ApiKey.METADATA) is Action.RAISE}
         with self._lock:
+            self._to_raise.update(to_raise)
             self.snapshot = snapshot  # one assignment: readers see the old view or this one
             self._last_refresh_ms = now
             asked_since = requests_when_sent is not None and requests_when_sent < self._requests
@@ -167,3 +175,10 @@ class ClusterMetadata:
                 self._retry_at = now + self._backoff.backoff_ms(self._failed_refreshes - 1, self._rng)
             else:
                 self._retry_at = -(2**62)
+
+    def take_errors(self) -> dict[str, int]:
+        """The topics whose last answer carried an error the application must hear (each once
+        per answer that carries it), by error code."""
+        with self._lock:
+            errors, self._to_raise = self._to_raise, {}
+        return errors

@@ -5,7 +5,8 @@ Every response handler calls :func:`action_for` with the code and the API it cam
 property of (API, error), never of a call site.  The tables follow the Java client's response
 handlers (AbstractCoordinator, ConsumerCoordinator, Fetcher).  A code that an API does not
 expect, including one newer than this client, gets that API's default: the heartbeat only fails
-the heartbeat (retried after the backoff), everything else raises it once as
+the heartbeat (retried after the backoff), FindCoordinator is asked again, a topic's code in
+Metadata is asked about again after the backoff, everything else raises it once as
 :class:`UnexpectedBrokerError` and goes on.
 """
 
@@ -100,15 +101,18 @@ TABLES: dict[ApiKey, dict[ErrorCode, Action]] = {
         E.TOPIC_AUTHORIZATION_FAILED: Action.RAISE,
     },
     A.FETCH: _PARTITION_DATA,
-    A.LIST_OFFSETS: _PARTITION_DATA,
+    # an offset looked up by time is never "out of range" (Java has no reset here either)
+    A.LIST_OFFSETS: {e: a for e, a in _PARTITION_DATA.items() if a is not Action.RESET_OFFSET},
     A.METADATA: {E.NONE: Action.NONE, E.LEADER_NOT_AVAILABLE: Action.REFRESH_METADATA,
                  E.UNKNOWN_TOPIC_OR_PARTITION: Action.REFRESH_METADATA,
                  E.TOPIC_AUTHORIZATION_FAILED: Action.RAISE, E.INVALID_TOPIC_EXCEPTION: Action.RAISE},
 }
 
-# What an API does with a code it does not expect (Java: "unexpected error in ... response").
+# What an API does with a code it does not expect (Java: "unexpected error in ... response"); a
+# topic's unexpected code in Metadata is asked about again after the backoff, as Java's Metadata
+# does (it raises only TOPIC_AUTHORIZATION_FAILED and INVALID_TOPIC_EXCEPTION)
 DEFAULTS: dict[ApiKey, Action] = {A.HEARTBEAT: Action.RETRY, A.FIND_COORDINATOR: Action.RETRY,
-                                  A.LEAVE_GROUP: Action.RAISE}
+                                  A.LEAVE_GROUP: Action.RAISE, A.METADATA: Action.REFRESH_METADATA}
 
 # Explanations raised with fatal errors, so the user knows what to change.
 FATAL_HINTS: dict[ErrorCode, str] = {

@@ -11,7 +11,7 @@ from kafka.structs import TopicPartition
 
 from ..consumer.group_consumer import GroupConsumer
 from ..consumer.listener import ConsumerRebalanceListener
-from ..errors import CommitFailedError, FatalGroupError, GroupClientError
+from ..errors import CommitFailedError, FatalError, GroupClientError
 from .network import SimIO
 from .scheduler import ActorThread, Crashed, Scheduler
 
@@ -135,7 +135,7 @@ class SimMember:
                     continue
                 try:
                     batch = consumer.poll(b.poll_timeout_ms)
-                except FatalGroupError as exc:
+                except FatalError as exc:
                     self.errors.append((scheduler.now, exc))
                     self.state = "failed"
                     consumer.close(autocommit=False)

@@ -97,3 +97,36 @@ def test_the_position_steps_over_a_trailing_transaction_marker() -> None:
     assert [r.value for r in fetcher.fetched_records(100)[TP]] == [b"a", b"b"]
     assert subscription.position(TP) == 3  # at the end of the log, not stuck before the marker
     assert subscription.consumed_offsets()[TP].offset == 3
+
+
+def test_a_corrupt_batch_is_raised_once_per_fetch_after_the_records_before_it_and_loses_nothing() -> None:
+    """CORRUPT_MESSAGE found locally goes through the error table (RAISE: raised to the caller, the
+    consumer goes on; not a retriable error). The records fetched before it are handed out first:
+    before, the error was raised from the same call and those records, their positions already
+    advanced, were lost. The position stays at the corrupt batch until the application seeks past."""
+    import pytest
+
+    from groupclient.errors import RequestFailedError, RetriableError
+
+    rows = [(None, b"v", [])] * 3
+    corrupt = bytearray(batch(3, rows))
+    corrupt[-1] ^= 0xFF  # a record byte changed: the CRC no longer matches
+    log = {0: batch(0, rows), 3: bytes(corrupt), 6: batch(6, rows)}
+    client, subscription, fetcher = scripted_fetcher(log, high_watermark=9)
+    fetcher.send_fetches()
+    client.deliver()  # the answers for 0, 3 and 6 are all buffered (pipelined)
+    assert [r.offset for r in fetcher.fetched_records(100)[TP]] == [0, 1, 2]
+    assert subscription.position(TP) == 3
+    with pytest.raises(RequestFailedError, match="offset 3 of t-0") as raised:
+        fetcher.fetched_records(100)
+    assert raised.value.name == "CORRUPT_MESSAGE" and not isinstance(raised.value, RetriableError)
+    assert fetcher.fetched_records(100) == {}  # raised once: the answer was dropped
+    fetcher.send_fetches()
+    client.deliver()
+    with pytest.raises(RequestFailedError):  # fetched again from the position: the same batch
+        fetcher.fetched_records(100)
+    assert subscription.position(TP) == 3
+    subscription.seek(TP, 6)  # the application skips it
+    fetcher.send_fetches()
+    client.deliver()
+    assert [r.offset for r in fetcher.fetched_records(100)[TP]] == [6, 7, 8]

@@ -162,3 +162,27 @@ def test_the_lease_ends_before_the_coordinator_could_expire_the_member() -> None
     assert member.check_lease(clock.monotonic_ms())
     assert parts.subscription.assigned() == set() and member.rejoin_needed()
     assert member.current_generation().member_id == "m-2"  # kept: the rejoin may keep the assignment
+
+
+def test_a_bug_in_a_response_handler_is_fatal_with_its_traceback_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An answer handler of groupclient's that raises (here an illegal member transition, as a
+    bug would) fails the join with InternalError, kept for every later poll(); before, it was a
+    retriable ProtocolError and the member joined again and again until the poll's timeout."""
+    from groupclient.errors import InternalError
+    from groupclient.member.member_state import IllegalMemberTransition
+
+    clock = FakeClock()
+    parts, net = consumer_member(clock)
+    member, join = parts.member, parts.join
+    net.on(ApiKey.JOIN_GROUP, follower_join)
+    net.on(ApiKey.SYNC_GROUP, lambda req: sync_answer(req, assignment=b""))
+
+    def buggy(*args: Any) -> bool:
+        raise IllegalMemberTransition("member cannot go from stable to preparing-rebalance")
+
+    monkeypatch.setattr(member, "on_join_answer", buggy)
+    with pytest.raises(InternalError) as raised:
+        join.join_group_if_needed(Timer(clock, 10_000))
+    assert isinstance(raised.value.__cause__, IllegalMemberTransition)
+    assert member.fatal_error is raised.value
+    assert len(net.requests(ApiKey.JOIN_GROUP)) == 1  # not retried

@@ -24,7 +24,9 @@ from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataResponse
 
 from groupclient.clock import FakeClock
-from groupclient.errors import DisconnectedError, FatalGroupError, ProtocolError, RequestTimedOutError
+from groupclient.errors import (
+    DisconnectedError, FatalError, FatalGroupError, InternalError, ProtocolError, RequestTimedOutError,
+)
 from groupclient.network.client import NetworkClient, NetworkConfig
 from groupclient.network.connection import CLIENT_MAX_VERSIONS, BrokerConnection, ConnectionState
 from groupclient.network import future as future_module
@@ -459,8 +461,9 @@ def test_compose_fails_the_composed_future_when_the_adapter_raises(caplog: pytes
     composed = source.compose(adapter)
     with caplog.at_level(logging.ERROR, logger="groupclient.network"):
         source.success(1)
-    # an answer the adapter cannot use is a retriable ProtocolError; the traceback is logged
-    assert composed.failed() and isinstance(composed.exception, ProtocolError) and composed.retriable()
+    # an adapter's own bug is fatal, never retried: InternalError, the bug its cause, logged
+    assert composed.failed() and isinstance(composed.exception, InternalError) and not composed.retriable()
+    assert isinstance(composed.exception, FatalError) and composed.exception.__cause__ is boom
     assert "no such field" in str(composed.exception)
     assert any(r.exc_info and r.exc_info[1] is boom for r in caplog.records)
 

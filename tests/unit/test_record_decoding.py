@@ -9,7 +9,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
 from groupclient.consumer.records import decode_records
-from groupclient.errors import RetriableError
+from groupclient.errors import RequestFailedError, RetriableError
 
 
 def batch(base: int, records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]],
@@ -66,8 +66,10 @@ def test_a_partial_batch_at_the_end_is_left_for_the_next_fetch() -> None:
 def test_crc_mismatch_is_reported() -> None:
     data = bytearray(batch(0, RECORDS[:1]))
     data[-1] ^= 0xFF
-    with pytest.raises(RetriableError):
+    # the error table's CORRUPT_MESSAGE on Fetch: raised to the caller, not retried
+    with pytest.raises(RequestFailedError, match="CORRUPT_MESSAGE.*offset 0 of t-3") as raised:
         ours(bytes(data), 0)
+    assert not isinstance(raised.value, RetriableError)
 
 
 def test_deserializers_apply_to_keys_and_values_but_not_to_nulls() -> None:
