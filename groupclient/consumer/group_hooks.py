@@ -241,7 +241,8 @@ class ConsumerGroupHooks:
         reason, join_started, sync_sent = self.member.rebalance_timing()
         self.events.emit(self.events.complete(
             self.group_id, generation.member_id, generation.generation_id, reason,
-            generation.protocol_name or "", self.protocol.value, partitions, join_started, sync_sent, now))
+            generation.protocol_name or "", self.protocol.value, partitions, join_started, sync_sent, now,
+            self.member.clock.wall_ms()))
         return True
 
     def _commit_revoked(self, generation: Generation, revoked: set[TopicPartition]) -> None:

@@ -20,7 +20,6 @@ not break the poll loop.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,7 +49,7 @@ class RebalanceEvent:
     join_ms: int
     sync_ms: int
     total_ms: int
-    completed_at: float  # time.time() when the assignment was applied
+    completed_at: float  # seconds since the epoch (the consumer's clock) when the assignment was applied
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: partitions as "topic-partition" strings."""
@@ -102,13 +101,15 @@ class RebalanceRecorder:
 
     def complete(self, group_id: str, member_id: str, generation_id: int, reason: str, assignor: str,
                  rebalance_protocol: str, owned: set[TopicPartition], join_started_ms: int, sync_sent_ms: int,
-                 now_ms: int) -> RebalanceEvent:
+                 now_ms: int, wall_ms: int = 0) -> RebalanceEvent:
+        """The event of the rebalance that just completed (``now_ms`` on the monotonic clock,
+        ``wall_ms`` the same instant on the wall clock: both the consumer's injected clock)."""
         started = self._started_at if self._started_at is not None else join_started_ms
         event = RebalanceEvent(
             group_id, member_id, generation_id, reason, assignor, rebalance_protocol,
             frozenset(self._revoked), frozenset(self._lost), frozenset(self._assigned), frozenset(owned),
             self._revoke_ms, max(0, sync_sent_ms - join_started_ms), max(0, now_ms - sync_sent_ms),
-            max(0, now_ms - started), time.time())
+            max(0, now_ms - started), wall_ms / 1000)
         self._started_at, self._revoke_ms = None, 0
         self._revoked, self._lost, self._assigned = set(), set(), set()
         return event

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import uuid
 from pathlib import Path
 
@@ -27,16 +28,16 @@ log = logging.getLogger("groupclient.coordinator")
 Record = tuple[bytes | None, bytes | None]  # (key, value)
 
 
-def _cluster_id(data_dir: Path | None) -> str:
+def _cluster_id(data_dir: Path | None, rng: random.Random) -> str:
     if data_dir is None:
-        return f"groupclient-{uuid.uuid4().hex[:16]}"
+        return f"groupclient-{rng.getrandbits(64):016x}"
     path = data_dir / "cluster_id"
     if path.exists():
         value = path.read_text().strip()
         if value:
             return value
     data_dir.mkdir(parents=True, exist_ok=True)
-    value = f"groupclient-{uuid.uuid4().hex[:16]}"
+    value = f"groupclient-{rng.getrandbits(64):016x}"
     # written aside and renamed: a crash while writing never leaves an empty id behind
     partial = path.with_name("cluster_id.partial")
     partial.write_text(value + "\n")
@@ -46,15 +47,20 @@ def _cluster_id(data_dir: Path | None) -> str:
 
 class ClusterCore:
     def __init__(self, config: CoordinatorConfig, clock: Clock, data_dir: Path | None,
-                 node_addresses: list[tuple[str, int]], runtime: ServerRuntime | None = None) -> None:
+                 node_addresses: list[tuple[str, int]], runtime: ServerRuntime | None = None,
+                 rng: random.Random | None = None) -> None:
+        """``rng``: every random id the cluster makes (cluster, topics, members) comes from it; the
+        simulator passes a seeded one, so a seed replays them."""
         if not node_addresses:
             raise ValueError("a cluster needs at least one node")
         self.config = config
         self.clock = clock
+        self.rng = rng or random.Random()
         self.runtime: ServerRuntime = runtime or AsyncioRuntime()
         self.data_dir = data_dir
-        self.cluster_id = _cluster_id(data_dir)
-        self.topics = TopicStore(data_dir, config.fsync, config.max_open_log_files)
+        self.cluster_id = _cluster_id(data_dir, self.rng)
+        self.topics = TopicStore(data_dir, config.fsync, config.max_open_log_files, rng=self.rng,
+                                 first_producer_id=clock.wall_ms() << 8)
         self.group_store = GroupStore(data_dir, config.fsync)
         self.faults = FaultInjector()
         self.request_memory = RequestMemoryPool(config.queued_max_request_bytes)
@@ -65,6 +71,10 @@ class ClusterCore:
         self._offsets_leaders: dict[int, int | None] = {}
         self._append_waiters: dict[tuple[str, int], set[Waiter[None]]] = {}
         self.topics.on_append = self._notify_append
+
+    def new_member_id(self, client_id: str) -> str:
+        """A member id as Kafka makes them: the client id and a random UUID."""
+        return f"{client_id}-{uuid.UUID(int=self.rng.getrandbits(128), version=4)}"
 
     # -- leadership ----------------------------------------------------------------------
     def live_nodes(self) -> list[BrokerNode]:

@@ -40,6 +40,13 @@ class SimNetwork:
         self.min_latency_ms = min_latency_ms
         self.max_latency_ms = max_latency_ms
         self.connections: list[ServerConnection] = []
+        # every frame's bytes as they cross the wire, with the time and the ends, when recording:
+        # two runs of one seed must produce the same trace, byte for byte (tests/sim/test_replay.py)
+        self.trace: list[tuple[int, str, str, int, bytes]] | None = None
+
+    def record(self, kind: str, member: str, node: int, payload: bytes) -> None:
+        if self.trace is not None:
+            self.trace.append((self.scheduler.now, kind, member, node, payload))
 
     def latency(self) -> int:
         return self.scheduler.rng.randint(self.min_latency_ms, self.max_latency_ms)
@@ -119,6 +126,7 @@ class SimStream:
             raise BlockingIOError()
         payload = bytes(data)
         server = self.server
+        self.io.network.record("request", self.io.owner, server.node.node_id, payload)
         scheduler = self.io.network.scheduler
         when = max(scheduler.now + self.io.network.latency(), self._last_delivery)
         self._last_delivery = when
@@ -275,6 +283,7 @@ class ServerConnection:
             self.close(f"{error!r}")
             return
         if answer is not None:
+            self.network.record("answer", self.client.io.owner, self.node.node_id, answer)
             scheduler = self.network.scheduler
             when = max(scheduler.now + self.network.latency(), self._last_delivery)
             self._last_delivery = when

@@ -56,7 +56,10 @@ class GroupSimulation:
 
     def __init__(self, seed: int = 0, *, nodes: int = 1, topics: dict[str, int] | None = None,
                  group_id: str = "sim-group", min_latency_ms: int = 1, max_latency_ms: int = 5,
-                 check_invariants: bool = True, **coordinator_settings: Any) -> None:
+                 check_invariants: bool = True, record_trace: bool = False, **coordinator_settings: Any) -> None:
+        """Every random draw (the scheduler's choices, latencies, the members' and the cluster's
+        random sources) and every time comes from ``seed``: a seed replays byte for byte.
+        ``record_trace`` keeps every frame sent and answered in ``network.trace``."""
         coordinator_settings.setdefault("group_initial_rebalance_delay_ms", 0)
         coordinator_settings.setdefault("offsets_topic_partitions", 1)
         self.seed = seed
@@ -65,11 +68,13 @@ class GroupSimulation:
         self.config = CoordinatorConfig(**coordinator_settings)
         self.core = ClusterCore(self.config, self.scheduler, None,
                                 [("127.0.0.1", BASE_PORT + i) for i in range(nodes)],
-                                runtime=SimServerRuntime(self.scheduler))
+                                runtime=SimServerRuntime(self.scheduler), rng=random.Random(f"{seed}/cluster"))
         for node in self.core.nodes.values():
             node.live = True
         self.core.reassign_coordinators()
         self.network = SimNetwork(self.scheduler, self.core, min_latency_ms, max_latency_ms)
+        if record_trace:
+            self.network.trace = []
         self.members: dict[str, SimMember] = {}  # by name; a restarted member replaces its old self
         self.delivered: dict[TopicPartition, set[int]] = {}  # every offset any member was given
         self.log: list[str] = []  # what the schedule did, in order, with times

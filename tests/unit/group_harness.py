@@ -50,7 +50,7 @@ class Harness:
         self.clock = FakeClock()
         self.store = store or GroupStore()
         ids = itertools.count(1)
-        self.coordinator = GroupCoordinator(self.config, self.store, new_member_id=lambda c: f"{c}-{next(ids)}")
+        self.coordinator = GroupCoordinator(self.config, self.store, 0, lambda c: f"{c}-{next(ids)}")
         for p in range(self.config.offsets_topic_partitions):
             self.coordinator.load_partition(p, self.now)
 

@@ -152,7 +152,7 @@ def test_coordinator_move_loads_groups_with_fresh_deadlines_and_unloads_waiters(
     assert h.heartbeat(r1.member_id, 1) == "NOT_COORDINATOR"
 
     h.advance(60_000)  # the new node loads long after the last heartbeat
-    other = GroupCoordinator(h.config, store, node_id=1)
+    other = GroupCoordinator(h.config, store, 1, lambda c: f"{c}-other")
     assert other.load_partition(partition, h.now) == ["g"]
     group = other.groups["g"]
     assert group.state.value == "Stable" and group.generation_id == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -244,6 +245,6 @@ def test_an_empty_cluster_id_left_by_a_crash_is_replaced(tmp_path: Path) -> None
     from groupclient.coordinator.core import _cluster_id
 
     (tmp_path / "cluster_id").write_text("")  # a crash between creating the file and writing it
-    first = _cluster_id(tmp_path)
-    assert first.startswith("groupclient-") and _cluster_id(tmp_path) == first
+    first = _cluster_id(tmp_path, random.Random(1))
+    assert first.startswith("groupclient-") and _cluster_id(tmp_path, random.Random(2)) == first
     assert not (tmp_path / "cluster_id.partial").exists()

@@ -9,7 +9,6 @@ calls :meth:`GroupCoordinator.on_timer` at :meth:`next_deadline`.  The logic fol
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable
 
 from ...error_codes import ErrorCode
@@ -36,8 +35,8 @@ class GroupCoordinator:
         self,
         config: CoordinatorConfig,
         store: GroupStore,
-        node_id: int = 0,
-        new_member_id: Callable[[str], str] | None = None,
+        node_id: int,
+        new_member_id: Callable[[str], str],
     ) -> None:
         self.config = config
         self.store = store
@@ -45,7 +44,7 @@ class GroupCoordinator:
         self.groups: dict[str, Group] = {}
         self.owned_partitions: set[int] = set()
         self.timers = TimerQueue()
-        self._new_member_id = new_member_id or (lambda client_id: f"{client_id}-{uuid.uuid4()}")
+        self._new_member_id = new_member_id  # the cluster's: random ids from its injected source
 
     # -- placement -----------------------------------------------------------------------
     def partition_for(self, group_id: str) -> int:

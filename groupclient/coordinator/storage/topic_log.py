@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import json
 import logging
+import random
 import struct
 import time
 import uuid
@@ -54,10 +55,11 @@ class ProducerState:
 
 
 class ProducerIds:
-    """Hands out producer ids; starts from the wall clock so restarts do not reuse them."""
+    """Hands out producer ids; starts from the wall clock (``first``: its milliseconds shifted
+    left by 8) so restarts do not reuse them."""
 
-    def __init__(self) -> None:
-        self._next = (time.time_ns() // 1_000_000) << 8
+    def __init__(self, first: int) -> None:
+        self._next = first
         self._epochs: dict[int, int] = {}
 
     def allocate(self, producer_id: int, epoch: int) -> tuple[int, int]:
@@ -223,14 +225,18 @@ class TopicStore:
     ``logs/``, created by its first append.  Partition journals share an :class:`OpenFiles`
     budget of ``max_open_files`` descriptors."""
 
-    def __init__(self, data_dir: Path | None = None, fsync: bool = False, max_open_files: int = 128) -> None:
+    def __init__(self, data_dir: Path | None = None, fsync: bool = False, max_open_files: int = 128,
+                 rng: random.Random | None = None, first_producer_id: int | None = None) -> None:
+        """``rng`` makes the topic ids; ``first_producer_id`` (default: from the wall clock)."""
+        self._rng = rng or random.Random()
         self.topics: dict[str, Topic] = {}
         self.partition_count = 0
         self._dir = data_dir
         self._fsync = fsync
         self._open_files = OpenFiles(max_open_files)
         self._journals: list[Journal] = []
-        self.producers = ProducerIds()
+        self.producers = ProducerIds(first_producer_id if first_producer_id is not None
+                                     else (time.time_ns() // 1_000_000) << 8)
         self._catalog = Journal(data_dir / "topics.journal", fsync) if data_dir else None
         self.on_append: Callable[[str, int], None] | None = None
         if self._catalog is not None:
@@ -264,7 +270,7 @@ class TopicStore:
             raise ValueError("a topic needs at least one partition")
         if name in self.topics:
             raise KeyError(f"topic {name!r} already exists")
-        topic = self._build(name, partitions, uuid.uuid4())
+        topic = self._build(name, partitions, uuid.UUID(int=self._rng.getrandbits(128), version=4))
         if self._catalog is not None:
             # last: a topic that could not be built (or a failed write) leaves no entry behind,
             # and an entry is whole or cut off on the next start (one checksummed write)
