@@ -18,6 +18,8 @@ log = logging.getLogger("groupclient.consumer")
 
 
 class AssignedPartitions:
+    """The consumer's :class:`~groupclient.member.types.PartitionOwnership` (either thread)."""
+
     def __init__(self, subscription: SubscriptionState, drop_fetched: Callable[[], None], group_id: str) -> None:
         self.subscription = subscription
         self.drop_fetched = drop_fetched

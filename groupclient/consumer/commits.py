@@ -45,6 +45,8 @@ class _CompletedCommit:
 
 
 class OffsetCommitter:
+    """The group's committed offsets, for the consumer: committing them and reading them back."""
+
     def __init__(self, member: GroupMember, subscription: SubscriptionState, enable_auto_commit: bool,
                  auto_commit_interval_ms: int,
                  on_commit: Callable[[dict[TopicPartition, OffsetAndMetadata]], None] | None = None) -> None:

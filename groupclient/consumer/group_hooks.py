@@ -32,6 +32,8 @@ log = logging.getLogger("groupclient.consumer")
 
 
 class ConsumerGroupHooks:
+    """The consumer's :class:`~groupclient.member.types.RebalanceHooks` (application thread only)."""
+
     def __init__(self, member: GroupMember, committer: OffsetCommitter, subscription: SubscriptionState,
                  assignors: list[PartitionAssignor], protocol: RebalanceProtocol, listener_calls: ListenerCalls,
                  events: RebalanceRecorder, drop_fetched: Callable[[], None], client_rack: str | None = None) -> None:

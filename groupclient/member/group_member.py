@@ -34,6 +34,8 @@ log = logging.getLogger("groupclient.member")
 
 
 class GroupMember:
+    """One member of one group, as both threads see it (see the module's docstring)."""
+
     def __init__(self, client: Transport, clock: Clock, config: GroupConfig, coordinator: CoordinatorLookup,
                  ownership: PartitionOwnership, keeps_partitions_while_rejoining: bool = False) -> None:
         self.client = client

@@ -36,6 +36,8 @@ _REJOIN_AT_ONCE = frozenset({Action.RETRY_WITH_MEMBER_ID, Action.RESET_MEMBER, A
 
 
 class GroupJoin:
+    """The application thread's way into the group: ``join_group_if_needed`` until STABLE."""
+
     def __init__(self, member: GroupMember, hooks: RebalanceHooks) -> None:
         self.member = member
         self.hooks = hooks

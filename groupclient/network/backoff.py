@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ExponentialBackoff:
+    """``initial_ms * multiplier**attempts``, capped at ``max_ms``, times 1 +- ``jitter``."""
+
     initial_ms: int
     max_ms: int
     multiplier: float = 2.0
