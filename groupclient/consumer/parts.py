@@ -1,17 +1,22 @@
-"""What GroupConsumer's mixins (``queries.py``, ``positions.py``) may use of the consumer: the
-parts ``GroupConsumer.__init__`` builds.  Declared once here so each mixin type-checks alone."""
+"""What GroupConsumer's mixins (``queries.py``, ``positions.py``, ``group_polling.py``) may use of
+the consumer: the parts ``GroupConsumer.__init__`` builds.  Declared once here so each mixin
+type-checks alone."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..clock import Clock
+from ..member.group_member import GroupMember
+from ..member.heartbeat_thread import HeartbeatThread
+from ..member.join import GroupJoin
 from ..network.client import NetworkClient
 from .commits import OffsetCommitter
 from .fetcher import Fetcher
+from .group_hooks import ConsumerGroupHooks
 from .metrics import ConsumerMetrics
-from .thread_ownership import ThreadOwnership
 from .subscription import SubscriptionState
+from .thread_ownership import ThreadOwnership
 
 
 class ConsumerParts:
@@ -22,6 +27,10 @@ class ConsumerParts:
     _subscription: SubscriptionState
     _ownership: ThreadOwnership
     _committer: OffsetCommitter | None
+    _hooks: ConsumerGroupHooks | None
+    _member: GroupMember | None
+    _join: GroupJoin | None
+    _heartbeat_thread: HeartbeatThread | None
     _metrics: ConsumerMetrics | None
     _iterator: Any
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka.protocol.consumer.group import HeartbeatResponse, LeaveGroupResponse
+from kafka.protocol.consumer.group import LeaveGroupResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataResponse
 

@@ -1,0 +1,115 @@
+"""GroupConsumer's group step of ``poll()``: metadata, the member's lease, coordinator and join,
+auto-commit, heartbeats; and consuming without a group.  A mixin of :class:`GroupConsumer`, kept
+apart so the facade's file stays about the API; runs on the application thread only."""
+
+from __future__ import annotations
+
+import logging
+
+from kafka.structs import TopicPartition
+
+from ..assignors.base import RebalanceProtocol
+from ..clock import Timer
+from ..member.heartbeat_thread import HeartbeatThread
+from ..protocol.apis import ApiKey
+from ..protocol.error_table import error_for
+from .parts import ConsumerParts
+
+log = logging.getLogger("groupclient.consumer")
+
+
+class GroupPolling(ConsumerParts):
+    def _poll_group(self, timer: Timer) -> bool:
+        """Metadata, group membership, auto-commit; True when partitions can be fetched."""
+        self._client.maybe_update_metadata()
+        self._raise_metadata_errors()
+        committer, hooks, member, join = self._committer, self._hooks, self._member, self._join
+        if committer is not None:
+            committer.invoke_completed_commit_callbacks()
+        if member is None and self._subscription.is_group_subscribed():
+            return self._assign_all_partitions(timer)
+        if (committer is None or hooks is None or member is None or join is None
+                or not self._subscription.is_group_subscribed()):
+            if committer is not None:
+                committer.maybe_auto_commit(self._clock.monotonic_ms())
+            return True
+        now = self._clock.monotonic_ms()
+        # every turn of the poll loop counts as polling (Java's pollHeartbeat), so one long
+        # poll() on an idle topic never looks like an application that stopped polling
+        member.poll_heartbeat(now)
+        # a member that was frozen past its lease lets go before it hands out another record
+        member.check_lease(now)
+        metadata = self._client.metadata.snapshot
+        if self._subscription.pattern is not None and metadata.version:
+            if self._subscription.match_pattern(metadata.topics()):
+                member.request_rejoin(f"the pattern now matches {sorted(self._subscription.topics)}")
+        if not self._wait_for_topic_metadata(timer):
+            return False
+        if hooks.metadata_changed_since_assignment():
+            hooks.assigned_snapshot = None
+            member.request_rejoin("partition metadata changed since the last assignment")
+        if member.coordinator_unknown() and not member.ensure_coordinator_ready(timer):
+            # Java's ConsumerCoordinator.poll looks the coordinator up on every poll; meanwhile a
+            # stable member goes on fetching what it owns (its lease, checked above, says until when)
+            return member.is_stable() and not join.needed_or_pending()
+        # started before the first join, as Java does: a member waiting for its assignment
+        # heartbeats too, and reads answers while the application is away
+        self._start_heartbeat_thread()
+        if join.needed_or_pending():
+            if hooks.protocol is RebalanceProtocol.COOPERATIVE and self._subscription.assigned():
+                # KIP-429: a cooperative member goes on consuming what it owns while the group
+                # rebalances; the join advances a step per turn of the poll loop
+                join.join_group_if_needed(Timer(self._clock, 0))
+            elif not join.join_group_if_needed(timer):
+                return False
+        committer.maybe_auto_commit(self._clock.monotonic_ms())
+        member.send_heartbeat_if_due(self._clock.monotonic_ms())
+        return True
+
+    def _raise_metadata_errors(self) -> None:
+        """A Metadata answer refused a topic this consumer uses (authorization, an invalid name,
+        an unknown code): raised once per answer, as Java's poll() does; the consumer goes on."""
+        errors = self._client.metadata.take_errors()
+        used = self._subscription.topics | {tp.topic for tp in self._subscription.assigned()}
+        for topic, code in sorted(errors.items()):
+            if topic in used:
+                raise error_for(code, ApiKey.METADATA, f"Metadata for topic {topic}")
+
+    def _assign_all_partitions(self, timer: Timer) -> bool:
+        """Without a group_id a subscription is every partition of the topics (kafka-python's
+        group-less consumption), following the metadata as topics and partitions come and go."""
+        if not self._wait_for_topic_metadata(timer):
+            return False
+        metadata = self._client.metadata.snapshot
+        if self._subscription.pattern is not None:
+            self._subscription.match_pattern(metadata.topics())
+        wanted = {TopicPartition(topic, p) for topic in self._subscription.topics
+                  for p in (metadata.partitions_for_topic(topic) or ())}
+        if wanted != self._subscription.assigned():
+            log.info("consuming without a group: %s", sorted(f"{tp.topic}-{tp.partition}" for tp in wanted))
+            self._subscription.set_group_assignment(wanted)
+        return True
+
+    def _wait_for_topic_metadata(self, timer: Timer) -> bool:
+        """Before the first join, know the partitions of the subscribed topics (bounded by timer)."""
+        while True:
+            metadata = self._client.metadata.snapshot
+            known = metadata.topics() | set(metadata.unavailable)
+            if metadata.version and (self._subscription.pattern is not None or self._subscription.topics <= known):
+                return True
+            future = self._client.maybe_update_metadata()
+            self._client.poll_until(future, Timer(self._clock, min(timer.remaining_ms(), 100)))
+            if timer.expired():
+                return False
+
+    def _start_heartbeat_thread(self) -> None:
+        if self._heartbeat_thread is None and self._member is not None:
+            self._heartbeat_thread = HeartbeatThread(self._member, self._on_poll_timeout)
+            self._heartbeat_thread.start()
+
+    def _on_poll_timeout(self) -> None:
+        # runs on the heartbeat thread: drop the partitions before LeaveGroup goes out, so that no
+        # other member can be assigned a partition this one still claims
+        assert self._member is not None
+        self._member.ownership.on_ownership_lost("poll() was not called within max_poll_interval_ms")
+
