@@ -169,7 +169,8 @@ class _Ours(_Impl):
     def __init__(self, assignor: str) -> None:
         if ":" in assignor:
             obj = load_object(assignor)
-            self.factory: Callable[[], PartitionAssignor] = obj if isinstance(obj, type) else lambda: type(obj)()
+            made = obj if isinstance(obj, type) else type(obj)  # a class, or an instance's class
+            self.factory: Callable[[], PartitionAssignor] = lambda: made()
         else:
             self.factory = lambda: resolve_assignors([assignor])[0]
         self.leader = self.factory()

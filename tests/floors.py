@@ -1,8 +1,8 @@
 """The lowest versions pyproject.toml allows, installed and tested.
 
 Every lower bound the project declares is one that is tested: this builds a virtual environment
-on the lowest Python ``requires-python`` allows, with every runtime dependency and every test
-tool at the lowest version its bound allows (``uv``'s ``--resolution lowest-direct``: the
+on the lowest Python ``requires-python`` allows, with every runtime dependency, every test tool
+and the spark extra at the lowest version its bound allows (``uv``'s ``--resolution lowest-direct``: the
 dependencies' own dependencies at whatever pip picks), and groupclient itself on top.  The
 suite's ``tests/test_dependency_floors.py`` runs the unit and simulation tests and
 ``groupclient demo`` in it; the normal run uses the newest versions.
@@ -44,7 +44,7 @@ def lowest(specifier: SpecifierSet) -> str:
     raise ValueError(f"no lower bound in {specifier!r}: every dependency must declare one")
 
 
-def floor_pins(extras: tuple[str, ...] = ("test",)) -> list[str]:
+def floor_pins(extras: tuple[str, ...] = ("test", "spark")) -> list[str]:
     """``name==lowest`` (with its environment marker) for every runtime dependency and every
     dependency of ``extras``."""
     project = pyproject()["project"]
@@ -94,7 +94,7 @@ def environment(python: Path, pins: list[str]) -> Path:
             shutil.rmtree(old, ignore_errors=True)
         subprocess.run([str(python), "-m", "venv", str(home)], check=True)
         pip = [str(interpreter), "-m", "pip", "--disable-pip-version-check", "install", "-q"]
-        subprocess.run([*pip, "--only-binary=:all:", *pins], check=True)
+        subprocess.run([*pip, "--prefer-binary", *pins], check=True)  # pyspark is published as a source archive
         (home / "ready").write_text("\n".join(pins) + "\n")
     # groupclient itself, from this checkout, every time (the checkout may have moved)
     subprocess.run([str(interpreter), "-m", "pip", "--disable-pip-version-check", "install", "-q", "--no-deps",

@@ -1,9 +1,9 @@
 """Every lower bound pyproject.toml declares is tested: the unit and simulation tests, the layer
-checks and ``groupclient demo`` pass on the lowest Python and the lowest version of every
-runtime dependency and test tool it allows (``tests/floors.py`` builds that environment once per
-pin list, under ~/.cache/groupclient).  The rest of the suite runs on the newest versions.
-
-The spark extra's bounds are not in this run: its tests need Spark itself (tests/spark/).
+checks, ``mypy --strict``, the TLS and SASL tests, a group with a confluent-kafka peer and
+``groupclient demo`` pass on the lowest Python and the lowest version of every runtime
+dependency, test tool and the spark extra it allows (``tests/floors.py`` builds that environment
+once per pin list, under ~/.cache/groupclient).  The rest of the suite runs on the newest versions.
+What runs Spark itself (tests/spark/) runs on the newest only.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from tests.floors import ROOT, _normal, environment, find_python, floor_pins, in
 
 pytestmark = pytest.mark.integration
 
-SUITES = ["tests/unit", "tests/sim", "tests/test_layers.py", "tests/test_dead_code.py",
+SUITES = ["tests/unit", "tests/sim", "tests/test_layers.py", "tests/test_dead_code.py", "tests/test_typing.py",
+          "tests/integration/test_security.py",  # cryptography's floor (test certificates)
+          "tests/integration/test_peer_groups.py::test_mixed_group_kafka_python_and_confluent",  # confluent-kafka's
           # the 500-seed exploration runs once, in the main run (a minute); the floors run the
           # hypothesis-drawn schedules and every other simulation
           "--deselect", "tests/sim/test_random_schedules.py::test_500_seeded_schedules_keep_every_invariant"]

@@ -272,13 +272,15 @@ class Fetcher:
             if tp in paused:
                 kept.append(completed)
                 continue
-            position = self.subscription.position_if_assigned(tp)
-            if position is None or position != completed.fetch_offset:
-                # seeked, reset or unassigned since the fetch was sent: the data is stale
-                if position is not None and position > completed.fetch_offset:
-                    completed.fetch_offset = position
-                else:
+            now_at = self.subscription.position_if_assigned(tp)
+            if now_at is None:
+                continue  # unassigned (or reset) since the fetch was sent: the data is stale
+            position = now_at
+            if position != completed.fetch_offset:
+                # seeked since the fetch was sent: stale, unless the position moved into the answer
+                if position < completed.fetch_offset:
                     continue
+                completed.fetch_offset = position
             records = completed.take(remaining, position)
             if records and self.subscription.advance(tp, position, records[-1].offset + 1, delivered,
                                                      records[-1].leader_epoch):
