@@ -51,7 +51,7 @@ class GroupClientError(kafka_errors.KafkaError):
 
 
 class ConfigurationError(GroupClientError, kafka_errors.KafkaConfigurationError, ValueError):
-    pass
+    """A setting or argument that cannot work; nothing was started.  Fix it (the message names it)."""
 
 
 class ArgumentTypeError(ConfigurationError, TypeError):
@@ -65,7 +65,7 @@ class ConcurrentAccessError(GroupClientError, kafka_errors.IllegalStateError, Ru
 
 
 class IllegalStateError(GroupClientError, kafka_errors.IllegalStateError, RuntimeError):
-    pass
+    """A call the consumer's state does not allow (closed, not subscribed, assign after subscribe...)."""
 
 
 class UnassignedPartitionError(IllegalStateError, ValueError):
@@ -87,7 +87,7 @@ class WakeupError(GroupClientError, kafka_errors.KafkaError):
 
 
 class KafkaTimeoutError(GroupClientError, kafka_errors.KafkaTimeoutError, TimeoutError):
-    pass
+    """The call's timeout ran out before the cluster answered; trying again later may work."""
 
 
 class NoBrokersAvailableError(KafkaTimeoutError):
@@ -136,7 +136,8 @@ class BrokerError(GroupClientError):
 
 
 class RetriableError(BrokerError, kafka_errors.RetriableError):
-    pass
+    """A transient code or network fault; the consumer retries these itself, and raises one only
+    when the caller's timeout ran out."""
 
 
 class FatalError(GroupClientError):
@@ -197,7 +198,8 @@ class ProtocolError(DisconnectedError):
 
 
 class CommitFailedError(GroupClientError, kafka_errors.CommitFailedError):
-    pass
+    """The commit cannot succeed: the group moved on, and the records will be consumed again by
+    whoever owns the partitions now."""
 
 
 class RebalanceInProgressError(CommitFailedError, kafka_errors.RebalanceInProgressError):

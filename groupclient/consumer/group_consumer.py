@@ -70,6 +70,10 @@ class GroupMetadata(ConsumerGroupMetadata):  # type: ignore[misc]  # kafka-pytho
 
 
 class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
+    """A consumer of Kafka topics as a member of a consumer group: kafka-python's ``KafkaConsumer``
+    API, config names and defaults (``GroupConsumer.DEFAULT_CONFIG``), on groupclient's own group
+    logic.  See docs/consumer.md, and docs/migration.md for every difference from kafka-python."""
+
     DEFAULT_CONFIG = default_config()
     def __init__(self, *topics: str, clock: Clock | None = None, io: IOBackend | None = None,
                  rng: random.Random | None = None, **configs: Any) -> None:
@@ -191,10 +195,12 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
                 self._member.request_rejoin(f"subscription changed to {sorted(self._subscription.topics)}")
 
     def subscription(self) -> set[str] | None:
+        """The topics subscribed to (a pattern's matches so far), or None when not subscribed."""
         with self._ownership.acquired():
             return set(self._subscription.topics) if self._subscription.is_group_subscribed() else None
 
     def unsubscribe(self) -> None:
+        """Give up the subscription or the assignment; a member leaves its group (listener first)."""
         with self._ownership.acquired():
             self._ensure_open()
             self._leave_group("the consumer unsubscribed")
@@ -203,6 +209,7 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
             self._client.set_topics(set())
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Consume exactly these partitions, without a group's assignment (``[]``: unsubscribe)."""
         if not isinstance(partitions, Iterable):
             raise ArgumentTypeError(f"assign() takes a list of TopicPartition, not {partitions!r}")
         wanted = {check_partition(tp) for tp in partitions}
@@ -302,6 +309,8 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         return self._committer
 
     def commit(self, offsets: dict[TopicPartition, OffsetAndMetadata] | None = None, timeout_ms: int | None = None) -> None:
+        """Commit ``offsets`` (default: what was returned to the application) and wait for the
+        answer, retrying what can be retried within ``timeout_ms`` (None: no limit)."""
         with self._ownership.acquired():
             self._ensure_open()
             group = self._group()
@@ -353,6 +362,7 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
 
     # -- group ---------------------------------------------------------------------------
     def enforce_rebalance(self, reason: str = "the application asked for a rebalance") -> None:
+        """Rejoin the group at the next poll(), with ``reason`` (the JoinGroup carries it)."""
         with self._ownership.acquired():
             if self._member is None or not self._subscription.is_group_subscribed():
                 raise IllegalStateError("enforce_rebalance() needs a group subscription")
@@ -403,6 +413,8 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
                 log.warning("group %s: LeaveGroup failed: %s", self.config["group_id"], future.exception)
 
     def close(self, autocommit: bool = True, timeout_ms: int | None = None) -> None:
+        """Commit (with ``autocommit`` and enable_auto_commit), finish the async commits, leave the
+        group and close the connections, within ``timeout_ms`` (default 30 s)."""
         with self._ownership.acquired():
             if self._closed:
                 return

@@ -62,6 +62,7 @@ class RebalanceEvent:
         }
 
     def summary(self) -> str:
+        """One line for a log: the reason, what moved, what is owned, and the timings."""
         parts = [f"group {self.group_id} member {self.member_id} generation {self.generation_id} "
                  f"({self.reason}):"]
         for name, partitions in (("revoked", self.revoked), ("lost", self.lost), ("assigned", self.assigned)):
