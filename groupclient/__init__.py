@@ -10,8 +10,9 @@ from .consumer.listener import ConsumerRebalanceListener
 from .consumer.rebalance_events import RebalanceEvent
 from .errors import (
     ArgumentTypeError, CommitFailedError, ConcurrentAccessError, ConfigurationError, FatalError, FatalGroupError,
-    GroupClientError, IllegalStateError, InternalError, KafkaTimeoutError, NoBrokersAvailableError, RebalanceInProgressError,
-    RebalanceListenerError, RetriableError, UnassignedPartitionError, WakeupError,
+    GroupClientError, IllegalStateError, InternalError, KafkaTimeoutError, NoBrokersAvailableError,
+    RebalanceInProgressError, RebalanceListenerError, RecordDeserializationError, RetriableError,
+    UnassignedPartitionError, WakeupError,
 )
 from .version import __version__
 
@@ -20,6 +21,6 @@ __all__ = [
     "ConsumerRebalanceListener", "FatalError", "FatalGroupError", "GroupClientError", "GroupConsumer",
     "IllegalStateError", "InternalError",
     "KafkaTimeoutError", "NoBrokersAvailableError", "OffsetAndMetadata", "OffsetAndTimestamp", "RebalanceEvent",
-    "RebalanceInProgressError", "RebalanceListenerError", "RetriableError", "TopicPartition",
+    "RebalanceInProgressError", "RebalanceListenerError", "RecordDeserializationError", "RetriableError", "TopicPartition",
     "UnassignedPartitionError", "WakeupError", "__version__",
 ]

@@ -1,6 +1,7 @@
 """Errors raised to users, grouped by what the caller can do about them.
 
 - :class:`ConfigurationError`: fix the arguments; nothing was started.
+- :class:`RecordDeserializationError`: a deserializer failed on one record; skip it with ``seek()``.
 - :class:`ConcurrentAccessError`, :class:`IllegalStateError`: a usage mistake in the caller's code.
 - :class:`WakeupError`: another thread called ``wakeup()``; call ``poll()`` again or shut down.
 - :class:`RetriableError`: transient (a broker's retriable code, or a network fault:
@@ -75,6 +76,26 @@ class UnassignedPartitionError(IllegalStateError, ValueError):
 
 class UnsupportedCodecError(GroupClientError, kafka_errors.UnsupportedCodecError):
     """A record batch uses a compression whose package is not installed."""
+
+
+class RecordDeserializationError(GroupClientError, ValueError):
+    """The key or value deserializer failed on one record (its exception is ``__cause__``):
+    ``partition`` (a TopicPartition), ``offset`` and ``key_or_value`` say which.  The records
+    before it were returned; the position stays at this record, so ``poll()`` raises this again
+    until ``seek(error.partition, error.offset + 1)`` skips it (Java's
+    RecordDeserializationException).  Also a ``ValueError``, which most deserializers raise."""
+
+    def __init__(self, partition: Any, offset: int, key_or_value: str, cause: BaseException) -> None:
+        super().__init__(
+            f"the {key_or_value} deserializer failed on the record at offset {offset} of "
+            f"{partition.topic}-{partition.partition}: {cause!r}; seek(TopicPartition({partition.topic!r}, "
+            f"{partition.partition}), {offset + 1}) skips it")
+        self.partition = partition
+        self.offset = offset
+        self.key_or_value = key_or_value
+        self.__cause__ = cause
+        # the records of the same batch before this one, handed out first (set by the decoder)
+        self.records_before: list[Any] = []
 
 
 class RebalanceListenerError(GroupClientError):

@@ -20,7 +20,7 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsRespo
 from kafka.structs import OffsetAndTimestamp, TopicPartition
 
 from ..clock import Timer
-from ..errors import ConfigurationError, InternalError, KafkaTimeoutError
+from ..errors import ConfigurationError, InternalError, KafkaTimeoutError, RecordDeserializationError
 from ..network.transport import Transport
 from ..network.future import RequestFuture
 from ..protocol.apis import ApiKey
@@ -73,6 +73,7 @@ class CompletedFetch:
         # what stopped the decoding (a CRC mismatch, a missing codec, a deserializer's error):
         # the records before it are handed out, then it is raised (fetched_records)
         self.error: Exception | None = None
+        self._error_after_batch: Exception | None = None  # once the records before it are taken
 
     def _decoder(self) -> Iterator[list[ConsumerRecord]]:
         if self._batches is None:
@@ -88,10 +89,16 @@ class CompletedFetch:
         error decoding it (CRC, codec, deserializer) ends the records here and is kept in
         ``error``."""
         while self._index >= len(self._batch):
+            if self._error_after_batch is not None:
+                self.error, self._error_after_batch = self._error_after_batch, None
             if self.error is not None:
                 return False
             try:
                 batch = next(self._decoder(), None)
+            except RecordDeserializationError as exc:
+                # the records of the batch before the one that failed still go out first
+                self._batch, self._index, self._error_after_batch = exc.records_before, 0, exc
+                continue
             except Exception as exc:
                 self.error = exc
                 self._batch, self._index = [], 0

@@ -16,9 +16,10 @@ from typing import Any
 from kafka.consumer.fetcher import ConsumerRecord
 from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.util import calc_crc32c
+from kafka.structs import TopicPartition
 
 from ..error_codes import ErrorCode
-from ..errors import BrokerError
+from ..errors import BrokerError, RecordDeserializationError
 from ..protocol.apis import ApiKey
 from ..protocol.error_table import error_for
 from .codecs import decompress
@@ -92,7 +93,7 @@ def decode_batches(data: bytes, fetch_offset: int, topic: str, partition: int, k
             pos = batch_end
             continue
         if magic != 2:
-            yield list(_slow_batch(buf[pos:batch_end], fetch_offset, topic, partition, kd, vd, check_crcs))
+            yield _slow_batch(buf[pos:batch_end], fetch_offset, topic, partition, kd, vd, check_crcs)
             pos = batch_end
             continue
         if check_crcs and calc_crc32c(memoryview(buf)[pos + _CRC_START:batch_end]) != crc:
@@ -202,32 +203,55 @@ def _decode_v2(b: bytes, p: int, count: int, base_offset: int, epoch: int, base_
         offset = base_offset + offset_delta
         if offset < fetch_offset:
             continue
+        # the deserializers are the application's code: a failure names the record (no cost
+        # when nothing is raised)
+        try:
+            k = key if kd is None or key is None else kd(key, headers)
+        except Exception as exc:
+            raise _undeserializable(topic, partition, offset, "key", exc, out) from exc
+        try:
+            v = value if vd is None or value is None else vd(value, headers)
+        except Exception as exc:
+            raise _undeserializable(topic, partition, offset, "value", exc, out) from exc
         append(new(record_cls, (
             topic, partition, epoch, offset, max_ts if log_append else base_ts + ts_delta, ts_type,
-            key if kd is None or key is None else kd(key, headers),
-            value if vd is None or value is None else vd(value, headers),
-            headers, None, key_len, value_len, header_size)))
+            k, v, headers, None, key_len, value_len, header_size)))
     return out
 
 
 def _slow_batch(raw: bytes, fetch_offset: int, topic: str, partition: int, kd: Deserializer,
-                vd: Deserializer, check_crcs: bool) -> Iterator[ConsumerRecord]:
+                vd: Deserializer, check_crcs: bool) -> list[ConsumerRecord]:
     batch = DefaultRecordBatch(raw)
     if check_crcs and not batch.validate_crc():
         raise _corrupt(topic, partition, batch.base_offset)
+    out: list[ConsumerRecord] = []
     if batch.is_control_batch:
-        return  # transaction markers are not records
+        return out  # transaction markers are not records
     epoch = batch.leader_epoch
     for r in batch:
         if r.offset < fetch_offset:
             continue
         key, value, headers = r.key, r.value, list(r.headers)
-        yield ConsumerRecord(
-            topic, partition, epoch, r.offset, r.timestamp, r.timestamp_type,
-            kd(key, headers) if kd is not None and key is not None else key,
-            vd(value, headers) if vd is not None and value is not None else value,
+        try:
+            k = kd(key, headers) if kd is not None and key is not None else key
+        except Exception as exc:
+            raise _undeserializable(topic, partition, r.offset, "key", exc, out) from exc
+        try:
+            v = vd(value, headers) if vd is not None and value is not None else value
+        except Exception as exc:
+            raise _undeserializable(topic, partition, r.offset, "value", exc, out) from exc
+        out.append(ConsumerRecord(
+            topic, partition, epoch, r.offset, r.timestamp, r.timestamp_type, k, v,
             headers, None, len(key) if key is not None else -1, len(value) if value is not None else -1,
-            sum(len(k) + len(v or b"") for k, v in headers) if headers else -1)
+            sum(len(hk) + len(hv or b"") for hk, hv in headers) if headers else -1))
+    return out
+
+
+def _undeserializable(topic: str, partition: int, offset: int, key_or_value: str, cause: Exception,
+                      before: list[ConsumerRecord]) -> RecordDeserializationError:
+    error = RecordDeserializationError(TopicPartition(topic, partition), offset, key_or_value, cause)
+    error.records_before = before
+    return error
 
 
 def _corrupt(topic: str, partition: int, base_offset: int) -> BrokerError:

@@ -16,7 +16,8 @@ in its module's docstring.  All of them:
   ``test_difference_subscribe_takes_any_iterable_of_topics``
 - test_errors.py: ``test_difference_poll_without_subscription_raises_illegal_state``,
   ``test_difference_position_timeout_raises_instead_of_returning_none``
-- test_records.py: ``test_difference_deserializers_are_not_called_for_null_key_or_value``
+- test_records.py: ``test_difference_deserializers_are_not_called_for_null_key_or_value``,
+  ``test_difference_a_deserializer_failure_names_the_record_and_can_be_skipped``
 - test_offsets.py: ``test_difference_commit_async_future_completes_on_the_polling_thread``
 - test_listeners.py: ``test_difference_duck_typed_listener_is_accepted``
 

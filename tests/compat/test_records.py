@@ -6,6 +6,10 @@ Deliberate difference (asserted per library):
   the key/value deserializer with ``None`` for a null key or value (so ``lambda v:
   json.loads(v)`` crashes on a tombstone); groupclient leaves a null key or value ``None``
   without calling the deserializer.
+- ``test_difference_a_deserializer_failure_names_the_record_and_can_be_skipped``: kafka-python
+  raises the deserializer's bare exception, with no partition or offset (and its next poll() does
+  not return); groupclient raises ``RecordDeserializationError`` (also a ``ValueError``) naming the
+  partition and offset, after the records before it, and ``seek(offset + 1)`` goes on past it.
 """
 
 from __future__ import annotations
@@ -194,6 +198,33 @@ def test_difference_deserializers_are_not_called_for_null_key_or_value(
         assert (first.key, first.value) == (None, ("value", b"v"))
         assert (second.key, second.value) == (("key", b"k"), None)
         assert [c[2] for c in keys.calls + values.calls] == [b"k", b"v"]
+
+
+def test_difference_a_deserializer_failure_names_the_record_and_can_be_skipped(
+        lib: str, cluster: EmbeddedCluster, make_consumer: ConsumerFactory) -> None:
+    from groupclient.errors import RecordDeserializationError
+
+    def number(data: bytes) -> int:
+        return int(data)  # ValueError for b"x"
+
+    topic = new_topic(cluster, 1, [b"0", b"1", b"x", b"3"])
+    tp = TopicPartition(topic, 0)
+    consumer = make_consumer(auto_offset_reset="earliest", value_deserializer=number)
+    consumer.assign([tp])
+    assert [r.value for r in drain(consumer, 2)] == [0, 1]
+    with pytest.raises(ValueError) as raised:
+        for _ in range(20):
+            consumer.poll(timeout_ms=200)
+    assert consumer.position(tp) == 2
+    if lib == KP:
+        assert type(raised.value) is ValueError  # which record? kafka-python does not say
+        return  # and its next poll() does not return: the partition is stuck
+    error = raised.value
+    assert isinstance(error, RecordDeserializationError)
+    assert (error.partition, error.offset, error.key_or_value) == (tp, 2, "value")
+    assert isinstance(error.__cause__, ValueError) and "offset 2 of" in str(error)
+    consumer.seek(error.partition, error.offset + 1)
+    assert [r.value for r in drain(consumer, 1)] == [3]
 
 
 def test_poll_max_records_returns_at_most_that_many_in_order(cluster: EmbeddedCluster,

@@ -130,3 +130,41 @@ def test_a_corrupt_batch_is_raised_once_per_fetch_after_the_records_before_it_an
     fetcher.send_fetches()
     client.deliver()
     assert [r.offset for r in fetcher.fetched_records(100)[TP]] == [6, 7, 8]
+
+
+def test_a_deserializer_failure_names_the_record_after_the_records_before_it_and_can_be_skipped() -> None:
+    """Java's RecordDeserializationException: the partition, the offset and the deserializer's
+    exception; the records before it come first (also those of the same batch), the position stays
+    at the record, and seek(offset + 1) goes on past it. Before: a bare ValueError from every poll,
+    no offset, the whole batch's earlier records lost."""
+    import pytest
+
+    from groupclient.errors import RecordDeserializationError
+
+    def value(data: bytes) -> str:
+        if data == b"bad":
+            raise ValueError("not a number")
+        return data.decode()
+
+    log = {0: batch(0, [(None, b"0", []), (None, b"1", []), (None, b"bad", []), (None, b"3", [])])}
+    client, subscription, fetcher = scripted_fetcher(log, high_watermark=4)
+    fetcher.config = replace(fetcher.config, value_deserializer=value)
+    fetcher.send_fetches()
+    client.deliver()
+    assert [r.value for r in fetcher.fetched_records(100)[TP]] == ["0", "1"]
+    with pytest.raises(RecordDeserializationError, match=r"value deserializer failed on the record at offset 2 of t-0") as raised:
+        fetcher.fetched_records(100)
+    error = raised.value
+    assert (error.partition, error.offset, error.key_or_value) == (TP, 2, "value")
+    assert isinstance(error.__cause__, ValueError) and isinstance(error, ValueError)
+    assert subscription.position(TP) == 2
+    log[2] = log[0]  # fetched again from the position: the same record fails again
+    fetcher.send_fetches()
+    client.deliver()
+    with pytest.raises(RecordDeserializationError):
+        fetcher.fetched_records(100)
+    subscription.seek(TP, error.offset + 1)
+    log[3] = log[0]
+    fetcher.send_fetches()
+    client.deliver()
+    assert [r.value for r in fetcher.fetched_records(100)[TP]] == ["3"]
