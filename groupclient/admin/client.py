@@ -184,7 +184,7 @@ class AdminConnection:
 
     def _timed_out(self, what: str, last: BaseException | None = None) -> AdminError:
         if not self._reached:
-            return UnreachableError(f"cannot reach any bootstrap server ({self.bootstrap_servers}) "
-                                    f"within {self.timeout_ms} ms")
+            return UnreachableError(f"no bootstrap server answered within {self.timeout_ms} ms: "
+                                    f"{'; '.join(self.client.bootstrap_errors())}")
         cause = f" (last error: {last})" if last is not None else ""
         return AdminTimeoutError(f"{what}: no answer within {self.timeout_ms} ms{cause}")

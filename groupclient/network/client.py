@@ -30,6 +30,12 @@ from .security import PLAINTEXT, Security
 
 log = logging.getLogger("groupclient.network")
 
+# a bootstrap that has had no answer for this long says so at WARNING (it goes on until its timeout)
+BOOTSTRAP_WARNING_MS = 5000
+_WAITING = {ConnectionState.CONNECTING: "still connecting", ConnectionState.HANDSHAKING: "TLS handshake not done",
+            ConnectionState.NEGOTIATING: "connected, but no answer to ApiVersions",
+            ConnectionState.AUTHENTICATING: "SASL authentication not done"}
+
 
 @dataclass(frozen=True)
 class NetworkConfig:
@@ -380,8 +386,12 @@ class NetworkClient:
     # -- metadata ------------------------------------------------------------------------
     def bootstrap(self, timeout_ms: int, refresh: bool = False) -> None:
         """Fetch cluster metadata once (again with ``refresh``), as kafka-python's constructor
-        does; a bootstrap server that cannot be reached in time is an error, not an endless retry."""
+        does; a bootstrap server that cannot be reached in time is an error, not an endless retry.
+        After BOOTSTRAP_WARNING_MS without an answer it says so at WARNING, with each server's
+        last error; the error at the end names them too."""
         timer = Timer(self.clock, timeout_ms)
+        started = self.clock.monotonic_ms()
+        warned = False
         target = self.metadata.version + 1 if refresh else 1
         if refresh:
             self.metadata.request_update()
@@ -393,9 +403,28 @@ class NetworkClient:
             if self.metadata.version >= target:
                 return
             if timer.expired():
-                servers = ", ".join(f"{host}:{port}" for host, port in self.config.bootstrap_servers)
-                raise NoBrokersAvailableError(
-                    f"no broker answered at {servers} within {timeout_ms} ms (bootstrap_timeout_ms)")
+                raise NoBrokersAvailableError(f"no bootstrap server answered within {timeout_ms} ms "
+                                              f"(bootstrap_timeout_ms): {'; '.join(self.bootstrap_errors())}")
+            if not warned and self.clock.monotonic_ms() - started >= BOOTSTRAP_WARNING_MS:
+                warned = True
+                log.warning("no bootstrap server has answered for %d s (trying until bootstrap_timeout_ms, %d ms): %s",
+                            BOOTSTRAP_WARNING_MS // 1000, timeout_ms, "; ".join(self.bootstrap_errors()))
+
+    def bootstrap_errors(self) -> list[str]:
+        """Each bootstrap server with why the last attempt to reach it failed."""
+        with self._locked():
+            found = []
+            for node_id, (host, port) in self._bootstrap.items():
+                conn = self._conns.get(node_id)
+                error = conn.last_error if conn is not None else None
+                if conn is None or conn.last_attempt_ms < 0:
+                    why = "not tried yet"
+                elif conn.state is not ConnectionState.DISCONNECTED or error is None:
+                    why = _WAITING.get(conn.state, "no answer yet")
+                else:
+                    why = getattr(error, "detail", None) or str(error)
+                found.append(f"{host}:{port} ({why})")
+            return found
 
     def bootstrapped(self) -> bool:
         """True once a broker has answered a Metadata request."""

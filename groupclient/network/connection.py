@@ -59,6 +59,16 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
 }
 
 
+def _not_kafka(first: bytes) -> str:
+    """What the first bytes of an impossible answer say about the peer (an HTTP server answers
+    'HTTP', whose bytes read as a size are 1213486160)."""
+    if len(first) == 4 and all(32 <= b < 127 for b in first):
+        text = first.decode("ascii")
+        peer = "an HTTP server" if text == "HTTP" else "something else"
+        return f" (the answer begins {text!r}: the peer is {peer}, not a Kafka broker)"
+    return ""
+
+
 def _api_name(api_key: int) -> str:
     try:
         return ApiKey(api_key).name
@@ -125,6 +135,8 @@ class BrokerConnection:
         self.api_versions: dict[int, tuple[int, int]] = {}
         self.last_attempt_ms = -(2**62)
         self.failures = 0
+        # why the connection last closed (None: it never failed): bootstrap errors name it
+        self.last_error: BaseException | None = None
         self._next_attempt_ms = -(2**62)
         self._reconnect_backoff = ExponentialBackoff(reconnect_backoff_ms, reconnect_backoff_max_ms)
         self._rng = rng  # the client's: reconnect jitter replays with its seed
@@ -382,7 +394,8 @@ class BrokerConnection:
         while end - pos >= 4:
             size = _SIZE.unpack_from(buf, pos)[0]
             if size < 4 or size > self.max_response_bytes:  # < 4: no room for a correlation id
-                return completions + self.close(now, ProtocolError(f"bad response size {size}"))
+                return completions + self.close(now, ProtocolError(
+                    f"bad response size {size}{_not_kafka(bytes(buf[pos:pos + 4]))}"))
             if end - pos < 4 + size:
                 break
             self._small_frames = self._small_frames + 1 if 4 * (4 + size) <= len(buf) else 0
@@ -438,6 +451,8 @@ class BrokerConnection:
         if self.sock is not None:
             self.sock.close()
             self.sock = None
+        if error is not None:
+            self.last_error = error
         if self.state is not ConnectionState.DISCONNECTED:
             if error is not None:
                 # %r and %s: a broker may have advertised a host or port of any shape

@@ -274,9 +274,20 @@ def test_unreachable_bootstrap_fails_fast_and_cleanly(command: list[str]) -> Non
     done = cli("groups", *command, "--bootstrap-servers", f"127.0.0.1:{port}", "--timeout-ms", "1000")
     elapsed = time.monotonic() - started
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == (f"groupclient groups {command[0]}: cannot reach any bootstrap server "
-                           f"(127.0.0.1:{port}) within 1000 ms\n")
+    assert done.stderr == (f"groupclient groups {command[0]}: no bootstrap server answered within 1000 ms: "
+                           f"127.0.0.1:{port} (connect failed: Connection refused)\n")
     assert elapsed < 10, elapsed  # 1 s of trying, and the interpreter's start
+
+
+def test_a_bootstrap_server_that_is_not_kafka_is_named_as_such() -> None:
+    """An HTTP server at the address: said so, not "cannot reach" (which it was not)."""
+    from tests.integration.wire import http_like_server
+
+    with http_like_server() as port:
+        done = cli("groups", "list", "--bootstrap-servers", f"127.0.0.1:{port}", "--timeout-ms", "1000")
+    assert done.returncode == 2 and done.stdout == ""
+    assert "127.0.0.1:%d (bad response size 1213486160 (the answer begins 'HTTP': the peer is an HTTP server, " \
+           "not a Kafka broker))" % port in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize(("args", "error"), [

@@ -296,3 +296,26 @@ def test_commit_async_callbacks_run_on_the_polling_thread_when_the_heartbeat_thr
     assert any(name != application for name in read_by), f"no answer read off the application thread: {read_by}"
     assert ran_on == [application] * 10
     assert consumer.committed(TopicPartition("api", 0)) == 5
+
+
+def test_a_failed_bootstrap_names_each_servers_last_error_and_warns_while_it_waits(
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: "no broker answered at ... within N ms", the cause (Connection refused, or an HTTP
+    server's answer) only in INFO logs, and no word at all while it waited."""
+    import logging
+
+    from groupclient.errors import NoBrokersAvailableError
+    from groupclient.network import client as network_client
+    from tests.integration.wire import http_like_server
+
+    monkeypatch.setattr(network_client, "BOOTSTRAP_WARNING_MS", 300)
+    with http_like_server() as http_port, caplog.at_level(logging.WARNING, "groupclient.network"):
+        with pytest.raises(NoBrokersAvailableError) as caught:
+            GroupConsumer(bootstrap_servers=f"127.0.0.1:1,127.0.0.1:{http_port}", bootstrap_timeout_ms=1500)
+    message = str(caught.value)
+    assert "127.0.0.1:1 (connect failed: Connection refused)" in message
+    assert f"127.0.0.1:{http_port} (bad response size 1213486160 (the answer begins 'HTTP': the peer is an HTTP " \
+           "server, not a Kafka broker))" in message
+    warnings = [r for r in caplog.records if "no bootstrap server has answered" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].levelno == logging.WARNING
+    assert "Connection refused" in warnings[0].getMessage()

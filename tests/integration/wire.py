@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from groupclient.protocol.apis import API_SPECS, ApiKey
@@ -49,3 +52,37 @@ class WireClient:
             return self.sock.recv(1) == b""
         except (ConnectionError, socket.timeout):
             return True
+
+
+@contextlib.contextmanager
+def http_like_server() -> Iterator[int]:
+    """A listener on 127.0.0.1 that answers whatever it is sent with an HTTP 400, at once (as web
+    servers do to a request they cannot parse) and closes: its port.  Not a Kafka broker."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                try:
+                    conn.recv(4096)
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=serve, name="http-like-server", daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()

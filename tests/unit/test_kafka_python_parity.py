@@ -265,3 +265,4 @@ def test_metrics_rates_latencies_and_window() -> None:
     assert "consumer-coordinator-metrics" not in later
     assert later["consumer-fetch-manager-metrics"]["records-consumed-rate"] == 0
     assert later["consumer-fetch-manager-metrics"]["records-consumed-total"] == 30
+
