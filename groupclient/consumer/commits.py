@@ -123,14 +123,23 @@ class OffsetCommitter:
                 return future.failure(error_for(code, ApiKey.OFFSET_COMMIT, "OffsetCommit"))
         future.success(None)
 
-    def commit_sync(self, offsets: dict[TopicPartition, OffsetAndMetadata], timer: Timer) -> None:
+    def commit_sync(self, offsets: dict[TopicPartition, OffsetAndMetadata], timer: Timer,
+                    warn_waiting: str | None = None) -> None:
+        """Commit and wait, retrying what can be retried until the timer ends.  With
+        ``warn_waiting`` (who waits, e.g. "close()"), waiting for a coordinator that is gone is
+        said once at WARNING."""
         if not offsets:
             return
-        self._until_done(lambda: self.send_commit(offsets), timer, f"commit of {len(offsets)} offsets")
+        self._until_done(lambda: self.send_commit(offsets), timer, f"commit of {len(offsets)} offsets", warn_waiting)
 
-    def _until_done(self, send: Callable[[], RequestFuture[T]], timer: Timer, what: str) -> T:
+    def _until_done(self, send: Callable[[], RequestFuture[T]], timer: Timer, what: str,
+                    warn_waiting: str | None = None) -> T:
         """Send to the coordinator and retry retriable failures, with backoff, until the timer ends."""
         while True:
+            if warn_waiting is not None and self.member.coordinator_unknown():
+                log.warning("%s: the group coordinator is unavailable; waiting up to %d ms for it (the %s)",
+                            warn_waiting, timer.remaining_ms(), what)
+                warn_waiting = None
             if not self.member.ensure_coordinator_ready(timer):
                 raise KafkaTimeoutError(f"{what}: no group coordinator found in time")
             future = send()

@@ -51,6 +51,8 @@ from .thread_ownership import ThreadOwnership
 
 log = logging.getLogger("groupclient.consumer")
 
+CLOSE_TIMEOUT_MS = 30_000  # close() with no timeout_ms (Java's default close timeout)
+
 Records = dict[TopicPartition, list[ConsumerRecord]]
 
 
@@ -396,7 +398,7 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         if self._closed:
             raise IllegalStateError("the consumer is closed")
 
-    def _leave_group(self, reason: str) -> None:
+    def _leave_group(self, reason: str, timer: Timer | None = None) -> None:
         member = self._member
         if member is None or not self._subscription.is_group_subscribed():
             return
@@ -408,33 +410,36 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         self._subscription.set_group_assignment(set())
         future = member.maybe_leave_group(reason)
         if future is not None:
-            self._client.poll_until(future, Timer(self._clock, self.config["request_timeout_ms"]), wakeup=False)
+            self._client.poll_until(future, timer or Timer(self._clock, self.config["request_timeout_ms"]), wakeup=False)
             if future.failed():  # the member is gone either way (Java logs it too)
                 log.warning("group %s: LeaveGroup failed: %s", self.config["group_id"], future.exception)
 
     def close(self, autocommit: bool = True, timeout_ms: int | None = None) -> None:
         """Commit (with ``autocommit`` and enable_auto_commit), finish the async commits, leave the
-        group and close the connections, within ``timeout_ms`` (default 30 s)."""
+        group and close the connections, all within ``timeout_ms`` (default 30 s, Java's): then it
+        returns, whatever is still missing (each step that cannot finish is logged at WARNING)."""
         with self._ownership.acquired():
             if self._closed:
                 return
-            timer = Timer(self._clock, timeout_ms if timeout_ms is not None else 30000)
+            budget = timeout_ms if timeout_ms is not None else CLOSE_TIMEOUT_MS
+            timer = Timer(self._clock, budget)
             try:
                 group = self._committer
                 # commit while the heartbeat thread still keeps the member in the group
-                if autocommit and group is not None and self.config["enable_auto_commit"]:
+                offsets = self._subscription.consumed_offsets()
+                if autocommit and group is not None and self.config["enable_auto_commit"] and offsets:
                     try:
-                        group.commit_sync(self._subscription.consumed_offsets(), timer)
+                        group.commit_sync(offsets, timer, warn_waiting="close(timeout_ms=%d)" % budget)
                     except Exception as exc:
-                        log.warning("auto-commit on close failed: %s", exc)
+                        log.warning("close(): the auto-commit failed: %s", exc)
                 if group is not None:
                     # async commits still on their way are answered before the member leaves
                     for future in group.in_flight_commits():
                         self._client.poll_until(future, timer, wakeup=False)
                     group.invoke_completed_commit_callbacks()
                 if self._heartbeat_thread is not None:
-                    self._heartbeat_thread.shutdown()
-                self._leave_group("the consumer is closing")
+                    self._heartbeat_thread.shutdown(min(5.0, timer.remaining_ms() / 1000))
+                self._leave_group("the consumer is closing", timer)
             finally:
                 self._closed = True
                 self._client.close()
