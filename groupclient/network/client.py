@@ -419,10 +419,10 @@ class NetworkClient:
                 error = conn.last_error if conn is not None else None
                 if conn is None or conn.last_attempt_ms < 0:
                     why = "not tried yet"
-                elif conn.state is not ConnectionState.DISCONNECTED or error is None:
-                    why = _WAITING.get(conn.state, "no answer yet")
-                else:
+                elif error is not None:  # the last failure says more than an attempt under way
                     why = getattr(error, "detail", None) or str(error)
+                else:
+                    why = _WAITING.get(conn.state, "no answer yet")
                 found.append(f"{host}:{port} ({why})")
             return found
 

@@ -221,6 +221,7 @@ class BrokerConnection:
     def _on_ready(self) -> list[Completion]:
         self.state = ConnectionState.READY
         self.failures = 0
+        self.last_error = None
         log.debug("node %d at %r:%s is ready", self.node_id, self.host, self.port)
         return []
 

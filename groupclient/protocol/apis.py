@@ -105,7 +105,7 @@ API_SPECS: dict[ApiKey, ApiSpec] = {
         ApiSpec(ApiKey.HEARTBEAT, _read_strictly(HeartbeatRequest), HeartbeatResponse, 0, 4),
         ApiSpec(ApiKey.LEAVE_GROUP, _read_strictly(LeaveGroupRequest), LeaveGroupResponse, 0, 5),
         ApiSpec(ApiKey.SYNC_GROUP, _read_strictly(SyncGroupRequest), SyncGroupResponse, 0, 5),
-        ApiSpec(ApiKey.DESCRIBE_GROUPS, _read_strictly(DescribeGroupsRequest), DescribeGroupsResponse, 0, 5),
+        ApiSpec(ApiKey.DESCRIBE_GROUPS, _read_strictly(DescribeGroupsRequest), DescribeGroupsResponse, 0, 6),
         ApiSpec(ApiKey.LIST_GROUPS, _read_strictly(ListGroupsRequest), ListGroupsResponse, 0, 5),
         ApiSpec(ApiKey.API_VERSIONS, _read_strictly(ApiVersionsRequest), ApiVersionsResponse, 0, 3),
         ApiSpec(ApiKey.CREATE_TOPICS, _read_strictly(CreateTopicsRequest), CreateTopicsResponse, 2, 7),

@@ -49,3 +49,11 @@ def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[i
 def commits_match(bootstrap: str, group: str, topic: str, partitions: int, counts: Counter[int]) -> bool:
     expected = {p: counts[p] for p in range(partitions)}
     return wait_until(lambda: committed(bootstrap, group, topic, partitions) == expected, 30)
+
+
+def topics(bootstrap: str) -> set[str]:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        return set(admin.list_topics())
+    finally:
+        admin.close()

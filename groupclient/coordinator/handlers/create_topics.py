@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from kafka.protocol.admin.topics import CreateTopicsResponse
@@ -53,9 +54,14 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         return CreateTopicsResponse(version=req.version, throttle_time_ms=0, topics=[
             Result(name=t.name, error_code=int(ErrorCode.POLICY_VIOLATION), error_message=TOO_MANY_PER_REQUEST,
                    num_partitions=-1, replication_factor=-1, configs=[]) for t in req.topics])
-    results = []
+    # a name given twice is refused, once, and neither is created (Kafka's ControllerApis)
+    duplicates = {name for name, count in Counter(t.name for t in req.topics).items() if count > 1}
+    results = [Result(name=name, error_code=int(ErrorCode.INVALID_REQUEST), error_message="Duplicate topic name.",
+                      num_partitions=-1, replication_factor=-1, configs=[]) for name in sorted(duplicates)]
     created = 0
     for t in req.topics:
+        if t.name in duplicates:
+            continue
         error, message, partitions = _check(ctx, t, created)
         topic_id = None
         if not error:

@@ -14,20 +14,26 @@ Described = DescribeGroupsResponse.DescribedGroup
 DescribedMember = Described.DescribedGroupMember
 
 
-def _unknown(group_id: str, error: ErrorCode) -> Any:
+def _unknown(group_id: str, error: ErrorCode, version: int) -> Any:
+    """A group this node cannot describe: Kafka says Dead, and from v6 why (GROUP_ID_NOT_FOUND
+    with its message for a group it does not know, which v0-v5 answer without an error)."""
+    message = None
+    if error is ErrorCode.GROUP_ID_NOT_FOUND:
+        error, message = (error, f"Group {group_id} not found.") if version >= 6 else (ErrorCode.NONE, None)
     return Described(error_code=int(error), group_id=group_id, group_state=GroupState.DEAD.value,
-                     protocol_type="", protocol_data="", members=[], authorized_operations=None)
+                     protocol_type="", protocol_data="", members=[], authorized_operations=None,
+                     error_message=message)
 
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
     coordinator = ctx.node.coordinator
     described = []
     for group_id in req.groups:
-        error = coordinator.check_group(group_id)
-        group = coordinator.groups.get(group_id)
+        # an empty group id is no error here: Kafka describes it as a group it does not know
+        error = coordinator.check_group(group_id) if group_id else ErrorCode.NONE
+        group = coordinator.groups.get(group_id) if group_id else None
         if error or group is None:
-            # Kafka describes a group it does not know as Dead, without an error
-            described.append(_unknown(group_id, error))
+            described.append(_unknown(group_id, error or ErrorCode.GROUP_ID_NOT_FOUND, ctx.api_version))
             continue
         stable = group.is_in(GroupState.STABLE)
         members = [
@@ -50,7 +56,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
 
 def error_response(req: Any, error: ErrorCode) -> Any:
     return DescribeGroupsResponse(version=req.version, throttle_time_ms=0,
-                                  groups=[_unknown(g, error) for g in req.groups])
+                                  groups=[_unknown(g, error, req.version) for g in req.groups])
 
 
 HANDLER = Handler(handle, error_response)

@@ -36,7 +36,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         member_id=req.member_id or "",
         group_instance_id=req.group_instance_id if version >= 5 else None,
         client_id=ctx.client_id,
-        client_host=ctx.client_host,
+        client_host=f"/{ctx.client_host}",  # Kafka's InetAddress.toString(), as DescribeGroups shows it
         session_timeout_ms=req.session_timeout_ms,
         rebalance_timeout_ms=req.rebalance_timeout_ms if version >= 1 else req.session_timeout_ms,
         protocol_type=req.protocol_type,

@@ -62,8 +62,9 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             topics.append(_topic(ctx, name or "", ErrorCode.INVALID_TOPIC_EXCEPTION))
         elif auto_create:
             core.topics.create(name, core.config.default_partitions)
-            # like Kafka, the first answer after auto-creation asks the client to retry
-            topics.append(_topic(ctx, name, ErrorCode.LEADER_NOT_AVAILABLE))
+            # as Kafka 4.1 (KRaft creates it on the side): the request that creates it does not
+            # see it yet, and the client asks again
+            topics.append(_topic(ctx, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
         else:
             topics.append(_topic(ctx, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
     brokers = [Broker(node_id=n.node_id, host=n.host, port=n.port, rack=None) for n in core.live_nodes()]

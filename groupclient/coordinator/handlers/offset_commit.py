@@ -36,9 +36,18 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     instance_id = req.group_instance_id if ctx.api_version >= 7 else None
     if refused := ctx.foreign_member(req.group_id, req.member_id, instance_id):
         return error_response(req, refused)
-    codes = commit_offsets(ctx.node.coordinator, req.group_id, req.generation_id_or_member_epoch,
-                           req.member_id, instance_id, _offsets(req), ctx.wall_ms, ctx.now)
-    ctx.node.kick_timers()
+    offsets = _offsets(req)
+    # as Kafka's KafkaApis: a partition that does not exist gets UNKNOWN_TOPIC_OR_PARTITION, and
+    # the rest of the request is committed
+    topics = ctx.core.topics.topics
+    unknown = {(o.topic, o.partition) for o in offsets
+               if (t := topics.get(o.topic)) is None or not 0 <= o.partition < len(t.partitions)}
+    codes = {key: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for key in unknown}
+    known = [o for o in offsets if (o.topic, o.partition) not in unknown]
+    if known or not unknown:
+        codes.update(commit_offsets(ctx.node.coordinator, req.group_id, req.generation_id_or_member_epoch,
+                                    req.member_id, instance_id, known, ctx.wall_ms, ctx.now))
+        ctx.node.kick_timers()
     return _response(req, codes)
 
 
