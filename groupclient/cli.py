@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from .version import __version__
-from .cli_args import log_level, non_negative_int, port, positive_float, positive_int, topic
+from .cli_args import add_logging_options, non_negative_int, port, positive_float, positive_int, topic
 
 
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--log-level", type=log_level, default="INFO", metavar="LEVEL", help="logging level (default INFO)")
+    add_logging_options(common, quiet=True)
+    server = argparse.ArgumentParser(add_help=False)
+    add_logging_options(server, quiet=False)
     parser = argparse.ArgumentParser(prog="groupclient", description="Kafka's classic consumer-group protocol "
                                      "in pure Python: a group consumer, an embedded coordinator, group tools.")
     parser.add_argument("--version", action="version", version=f"groupclient {__version__}",
@@ -23,7 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      help="run `groupclient COMMAND --help` for its options")
 
-    coord = commands.add_parser("coordinator", parents=[common], help="run the Kafka-wire group coordinator")
+    coord = commands.add_parser("coordinator", parents=[server], help="run the Kafka-wire group coordinator")
     coord.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     coord.add_argument("--port", type=port, default=9092,
                        help="port of node 0; node i listens on port+i (0 = ephemeral ports; default 9092)")
@@ -91,6 +95,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        code = _run(parser, args)
+        sys.stdout.flush()  # here, not at exit: a closed pipe is then caught below
+        return code
+    except BrokenPipeError:
+        # whoever reads the output went away (``| head``): nothing more to say, and no traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command == "coordinator":
         from .coordinator.config import CoordinatorConfig
         from .coordinator.serve import run

@@ -80,3 +80,14 @@ def bootstrap_servers(value: str) -> str:
         if not 0 < number <= 65535:
             raise argparse.ArgumentTypeError(f"bad port {number} for {host}: a port is 1..65535")
     return value
+
+
+def add_logging_options(parser: argparse.ArgumentParser, quiet: bool) -> None:
+    """``--log-level LEVEL`` and ``-v/--verbose`` (INFO).  A tool is quiet by default (WARNING:
+    only its own output and what went wrong); a server (``quiet=False``) logs at INFO."""
+    default = "WARNING" if quiet else "INFO"
+    parser.add_argument("--log-level", type=log_level, default=default, metavar="LEVEL",
+                        help=f"logging level of the log on stderr (default {default})")
+    if quiet:
+        parser.add_argument("-v", "--verbose", dest="log_level", action="store_const", const="INFO",
+                            help="log at INFO on stderr (the same as --log-level INFO)")

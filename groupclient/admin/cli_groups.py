@@ -12,12 +12,12 @@ import json
 import sys
 from typing import Any
 
-from ..cli_args import bootstrap_servers, log_level, positive_float, positive_int
+from ..cli_args import add_logging_options, bootstrap_servers, positive_float, positive_int
 from ..errors import GroupClientError
 from .client import AdminConnection, AdminError, GroupNotFoundError
 from .groups import GroupAdmin
 from .model import GroupDescription
-from .render import GroupWatch, render_description, render_list
+from .render import GroupWatch, render_description, render_kafka, render_list
 
 PROG = "groupclient groups"
 
@@ -29,8 +29,7 @@ def add_parser(commands: Any) -> None:
                       metavar="HOST:PORT[,...]", help="brokers to start from (default localhost:9092)")
     conn.add_argument("--timeout-ms", type=positive_int, default=10000, metavar="MS",
                       help="give up (exit 2) when no answer came within this time (default 10000)")
-    conn.add_argument("--log-level", type=log_level, default="WARNING", metavar="LEVEL",
-                      help="logging level of the client's own log, on stderr (default WARNING)")
+    add_logging_options(conn, quiet=True)
     groups = commands.add_parser(
         "groups", help="list, describe and watch consumer groups on any Kafka-protocol broker",
         description="Consumer groups on any Kafka-protocol broker (Apache Kafka, groupclient coordinator...). "
@@ -44,7 +43,11 @@ def add_parser(commands: Any) -> None:
         description="FindCoordinator, DescribeGroups and OffsetFetch for the group, and ListOffsets (latest) "
                     "for its partitions: lag = log end offset - committed offset.")
     describe.add_argument("group", help="the group id")
-    describe.add_argument("--json", action="store_true", help="print a JSON object instead of tables")
+    describe.add_argument("--format", choices=["table", "json", "kafka"], default="table",
+                          help="tables (default), a JSON object, or kafka-consumer-groups.sh --describe's columns "
+                               "(GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID)")
+    describe.add_argument("--json", dest="format", action="store_const", const="json",
+                          help="the same as --format json")
     watch = sub.add_parser(
         "watch", parents=[conn], help="print a line whenever the group's state, members or assignments change",
         description="Describe the group every --interval-ms and print what changed (rebalances, members "
@@ -66,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
             if command == "list":
                 return _list(admin, args.json)
             if command == "describe":
-                return _describe(admin, args.group, args.json)
+                return _describe(admin, args.group, args.format)
             return _watch(admin, args.group, args.interval_ms, args.count, args.duration_s)
     except AdminError as exc:
         print(f"{PROG} {command}: {exc}", file=sys.stderr)
@@ -86,9 +89,14 @@ def _list(admin: GroupAdmin, as_json: bool) -> int:
     return 1 if errors else 0
 
 
-def _describe(admin: GroupAdmin, group_id: str, as_json: bool) -> int:
+def _describe(admin: GroupAdmin, group_id: str, output: str) -> int:
     description = admin.describe_group(group_id, admin.conn.timer())
-    print(json.dumps(description.to_json(), indent=2) if as_json else render_description(description))
+    if output == "json":
+        print(json.dumps(description.to_json(), indent=2))
+    elif output == "kafka":
+        print(render_kafka(description))
+    else:
+        print(render_description(description))
     return 0
 
 

@@ -50,6 +50,33 @@ def _assignment(m: Member) -> str:
 
 
 # -- list and describe ---------------------------------------------------------------------
+KAFKA_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+                 "CLIENT-ID")
+
+
+def render_kafka(d: GroupDescription) -> str:
+    """``kafka-consumer-groups.sh --describe``'s offsets view, column for column (its widths:
+    at least 15, PARTITION 10; "-" where nothing is known), so scripts written for it work."""
+    members = {m.member_id: m for m in d.members}
+    rows = []
+    for p in d.offsets:
+        m = members.get(p.member_id) if p.member_id else None
+        rows.append([d.group_id, p.topic, str(p.partition), _dash(p.committed), _dash(p.end), _dash(p.lag),
+                     m.member_id if m else NONE, m.client_host if m else NONE, m.client_id if m else NONE])
+    widths = [max([15, *(len(r[i]) for r in rows)]) if i in (0, 1, 6, 7) else (10 if i == 2 else 15)
+              for i in range(len(KAFKA_COLUMNS) - 1)]
+    lines = [""]
+    if not d.members:
+        lines += [f"Consumer group '{d.group_id}' has no active members.", ""]
+    for row in [list(KAFKA_COLUMNS), *rows]:
+        lines.append(" ".join(cell.ljust(width) for cell, width in zip(row, widths)) + " " + row[-1])
+    return "\n".join(lines)
+
+
+def _dash(value: int | None) -> str:
+    return NONE if value is None else str(value)
+
+
 def render_list(groups: Sequence[ListedGroup]) -> str:
     if not groups:
         return "no groups"

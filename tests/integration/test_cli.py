@@ -16,13 +16,18 @@ from groupclient import GroupConsumer
 pytestmark = pytest.mark.integration
 
 
-def test_demo_consumes_everything_and_commits_exactly() -> None:
-    done = subprocess.run([sys.executable, "-m", "groupclient", "demo", "--log-level", "WARNING",
-                           "--records", "300", "--members", "3", "--partitions", "6"],
-                          capture_output=True, text=True, timeout=120)
+def test_demo_consumes_everything_and_commits_exactly_and_prints_only_its_result() -> None:
+    """Quiet by default: its result lines on stdout, nothing on stderr (before: 42 INFO lines of
+    member ids around the 6 lines of result); ``--verbose`` shows the log."""
+    done = subprocess.run([sys.executable, "-m", "groupclient", "demo", "--records", "300", "--members", "3",
+                           "--partitions", "6"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "consumed 300 records" in done.stdout
     assert done.stdout.rstrip().endswith("OK")
+    assert done.stderr == "" and len(done.stdout.splitlines()) == 3 + 3  # produced, 3 members, consumed, OK
+    verbose = subprocess.run([sys.executable, "-m", "groupclient", "demo", "--records", "30", "--verbose"],
+                             capture_output=True, text=True, timeout=120)
+    assert verbose.returncode == 0 and " INFO groupclient." in verbose.stderr
 
 
 def test_coordinator_cli_serves_several_nodes_and_stops_on_sigint() -> None:

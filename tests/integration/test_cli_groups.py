@@ -359,3 +359,40 @@ def test_list_and_describe_on_kafka(kafka_broker: Any) -> None:
 def test_watch_shows_a_rebalance_on_kafka(kafka_broker: Any) -> None:
     bootstrap = kafka_broker.bootstrap
     check_watch_shows_rebalance(bootstrap, name("cli-g"), external.new_topic(bootstrap, 4))
+
+
+def test_output_into_a_closed_pipe_ends_quietly(cluster: EmbeddedCluster) -> None:
+    """`groupclient groups list --json | true`: before, a BrokenPipeError traceback and exit 1."""
+    proc = subprocess.Popen([sys.executable, "-m", "groupclient", "groups", "list", "--json",
+                             "--bootstrap-servers", cluster.bootstrap_servers],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    proc.stdout.close()  # the reader is gone before anything was written
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
+
+
+def test_describe_in_kafka_consumer_groups_columns(cluster: EmbeddedCluster) -> None:
+    """`--format kafka`: kafka-consumer-groups.sh --describe's columns, so operators' scripts work."""
+    topic = "kafka-format"
+    cluster.create_topic(topic, 2)
+    cluster.produce(topic, [b"a", b"b", b"c"], partition=0)
+    consumer = GroupConsumer(topic, bootstrap_servers=cluster.bootstrap_servers, group_id="kafka-format-group",
+                             client_id="billing-1", auto_offset_reset="earliest", enable_auto_commit=False)
+    try:
+        for _ in range(50):
+            if consumer.poll(200):
+                break
+        consumer.commit()
+        done = cli("groups", "describe", "kafka-format-group", "--format", "kafka",
+                   "--bootstrap-servers", cluster.bootstrap_servers)
+    finally:
+        consumer.close()
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "" and lines[1].split() == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET",
+                                                   "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]
+    rows = [line.split() for line in lines[2:]]
+    member = consumer.group_metadata().member_id or rows[0][6]
+    assert rows == [["kafka-format-group", topic, "0", "3", "3", "0", member, "/127.0.0.1", "billing-1"],
+                    ["kafka-format-group", topic, "1", "0", "0", "0", member, "/127.0.0.1", "billing-1"]]
