@@ -165,11 +165,12 @@ class GroupJoin:
         log.log(level, "group %s: joining (%s)", cfg.group_id, reason)
         self.member.mark_join_sent()
         future = self.member.send_to_coordinator(JoinGroupRequest, JoinGroupResponse, build, timeout)
-        joined: RequestFuture[Joined] = future.compose(lambda r, f: self._handle_join(r, f, sent))
+        assignors = ", ".join(p.name for p in protocols)
+        joined: RequestFuture[Joined] = future.compose(lambda r, f: self._handle_join(r, f, sent, assignors))
         joined.add_errback(lambda exc: self.member.on_join_failed(exc))
         return joined
 
-    def _handle_join(self, response: Any, future: RequestFuture[Joined], sent: Generation) -> None:
+    def _handle_join(self, response: Any, future: RequestFuture[Joined], sent: Generation, assignors: str) -> None:
         """Bookkeeping only (either thread may read the answer); the assignor runs later, on the
         application thread."""
         error = response.error_code
@@ -180,7 +181,10 @@ class GroupJoin:
         if action is Action.REDISCOVER:
             self.member.mark_coordinator_dead(f"JoinGroup answered {error_name(error)}")
         if action is not Action.NONE:
-            return future.failure(error_for(error, ApiKey.JOIN_GROUP))
+            cfg = self.config
+            sent_settings = {"session_timeout_ms": cfg.session_timeout_ms, "assignors": assignors}
+            return future.failure(error_for(error, ApiKey.JOIN_GROUP, f"JoinGroup of group {cfg.group_id!r}",
+                                            sent_settings))
         members = [JoinedMember(m.member_id, m.group_instance_id, bytes(m.metadata)) for m in response.members]
         future.success(Joined(self.member.current_generation(), response.leader == response.member_id,
                               bool(response.skip_assignment), response.protocol_name, members))
@@ -208,5 +212,5 @@ class GroupJoin:
         if action is Action.REDISCOVER:
             self.member.mark_coordinator_dead(f"SyncGroup answered {error_name(error)}")
         if action is not Action.NONE:
-            return future.failure(error_for(error, ApiKey.SYNC_GROUP))
+            return future.failure(error_for(error, ApiKey.SYNC_GROUP, f"SyncGroup of group {self.config.group_id!r}"))
         future.success(bytes(response.assignment))

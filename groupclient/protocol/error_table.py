@@ -13,6 +13,7 @@ Metadata is asked about again after the backoff, everything else raises it once 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 
 from ..errors import BrokerError, FatalGroupError, RequestFailedError, RetriableError, UnexpectedBrokerError
 from .apis import ApiKey
@@ -114,17 +115,34 @@ TABLES: dict[ApiKey, dict[ErrorCode, Action]] = {
 DEFAULTS: dict[ApiKey, Action] = {A.HEARTBEAT: Action.RETRY, A.FIND_COORDINATOR: Action.RETRY,
                                   A.LEAVE_GROUP: Action.RAISE, A.METADATA: Action.REFRESH_METADATA}
 
-# Explanations raised with fatal errors, so the user knows what to change.
+# Explanations raised with fatal errors, so the user knows what to change: what the client sent
+# that the broker refused, the broker setting it hit (with Kafka's default, since the broker does
+# not say its own value), and what to do.  ``{name}`` is filled from the ``sent`` of error_for.
 FATAL_HINTS: dict[ErrorCode, str] = {
-    E.INCONSISTENT_GROUP_PROTOCOL: "this member's partition_assignment_strategy shares no assignor with "
-                                   "the group's members (or the group uses another protocol type)",
-    E.INVALID_SESSION_TIMEOUT: "session_timeout_ms is outside the broker's group.min/max.session.timeout.ms",
-    E.GROUP_AUTHORIZATION_FAILED: "this client may not use the group",
-    E.FENCED_INSTANCE_ID: "another consumer with the same group_instance_id joined the group",
+    E.INCONSISTENT_GROUP_PROTOCOL: "this member's partition_assignment_strategy ({assignors}) shares no "
+                                   "assignor with the group's members (or the group uses another protocol "
+                                   "type); give every member of the group an assignor in common",
+    E.INVALID_SESSION_TIMEOUT: "session_timeout_ms={session_timeout_ms} is outside the broker's bounds "
+                               "group.min.session.timeout.ms .. group.max.session.timeout.ms (Kafka's "
+                               "defaults: 6000 .. 1800000 ms); set session_timeout_ms within them, or "
+                               "change the broker's settings",
+    E.GROUP_AUTHORIZATION_FAILED: "this client may not use the group (an ACL of the broker refused it)",
+    E.FENCED_INSTANCE_ID: "another consumer with the same group_instance_id joined the group; give "
+                          "each consumer its own group_instance_id",
     E.INVALID_GROUP_ID: "the group id is invalid",
-    E.GROUP_MAX_SIZE_REACHED: "the group has reached the broker's group.max.size",
+    E.GROUP_MAX_SIZE_REACHED: "the group has as many members as the broker's group.max.size allows "
+                              "(Kafka's default: 2147483647); stop another member of the group, or raise "
+                              "group.max.size on the broker",
     E.UNSUPPORTED_VERSION: "the broker does not support a request version this client needs",
 }
+
+
+class _Sent(dict[str, object]):
+    """The values a hint names; one the caller did not give reads as ``?``."""
+
+    def __missing__(self, key: str) -> str:
+        return "?"
+
 
 RETRIABLE_ACTIONS = frozenset({Action.RETRY, Action.REDISCOVER, Action.REJOIN, Action.RESET_MEMBER,
                                Action.RESET_GENERATION, Action.RETRY_WITH_MEMBER_ID,
@@ -142,13 +160,15 @@ def action_for(code: int, api: ApiKey) -> Action:
     return DEFAULTS.get(api, Action.RAISE)
 
 
-def error_for(code: int, api: ApiKey, what: str = "") -> BrokerError:
-    """The exception for ``code`` on ``api``: fatal, retriable or unexpected, per the table."""
+def error_for(code: int, api: ApiKey, what: str = "", sent: Mapping[str, object] | None = None) -> BrokerError:
+    """The exception for ``code`` on ``api``: fatal, retriable or unexpected, per the table.
+    ``what`` names the request; ``sent`` holds the settings a fatal error's hint names."""
     action = action_for(code, api)
     where = what or api.name
     if action is Action.FATAL:
         error = known(code)
         hint = FATAL_HINTS.get(error, "the broker refused this member") if error is not None else ""
+        hint = hint.format_map(_Sent(sent or {}))
         return FatalGroupError(code, f"{where}: {hint}")
     if action in RETRIABLE_ACTIONS:
         return RetriableError(code, where)

@@ -142,3 +142,26 @@ def test_the_metadata_request_that_auto_creates_a_topic_answers_unknown_topic_or
         assert wait_until(created, 10)
     finally:
         wire.close()
+
+
+@pytest.mark.parametrize("session_timeout_ms", [3000, 3_600_000])
+def test_a_session_timeout_outside_the_brokers_bounds_is_refused_naming_them(bootstrap: str,
+                                                                              session_timeout_ms: int) -> None:
+    """INVALID_SESSION_TIMEOUT from both; the consumer's error names its own value, the broker
+    settings it is outside of, and their Kafka defaults, so the user knows what to change."""
+    from groupclient import FatalGroupError
+
+    topic = external.new_topic(bootstrap, 1)
+    consumer = GroupConsumer(topic, bootstrap_servers=bootstrap, group_id=unique("g"),
+                             session_timeout_ms=session_timeout_ms, heartbeat_interval_ms=1000)
+    try:
+        with pytest.raises(FatalGroupError) as raised:
+            for _ in range(100):  # bounded: the refusal comes with the first JoinGroup answer
+                consumer.poll(timeout_ms=100)
+    finally:
+        consumer.close(autocommit=False, timeout_ms=5000)
+    message = str(raised.value)
+    assert raised.value.code == 26, message
+    for part in (f"session_timeout_ms={session_timeout_ms}", "group.min.session.timeout.ms",
+                 "group.max.session.timeout.ms", "6000", "1800000"):
+        assert part in message, message

@@ -170,14 +170,24 @@ def test_not_coordinator_rediscovers(group: Any) -> None:
     assert net.disconnected == [COORDINATOR_ID_BASE - 3, HEARTBEAT_ID_BASE - 3]
 
 
-@pytest.mark.parametrize("error", [E.INCONSISTENT_GROUP_PROTOCOL, E.INVALID_SESSION_TIMEOUT,
-                                   E.GROUP_AUTHORIZATION_FAILED, E.FENCED_INSTANCE_ID])
-def test_fatal_join_errors_are_raised_with_a_hint(group: Any, error: ErrorCode) -> None:
+@pytest.mark.parametrize(("error", "says"), [
+    (E.INCONSISTENT_GROUP_PROTOCOL, ["partition_assignment_strategy (range)", "an assignor in common"]),
+    (E.INVALID_SESSION_TIMEOUT, ["session_timeout_ms=10000", "group.min.session.timeout.ms",
+                                 "group.max.session.timeout.ms", "6000 .. 1800000"]),
+    (E.GROUP_MAX_SIZE_REACHED, ["group.max.size", "2147483647"]),
+    (E.GROUP_AUTHORIZATION_FAILED, ["may not use the group"]),
+    (E.FENCED_INSTANCE_ID, ["same group_instance_id"])])
+def test_fatal_join_errors_are_raised_with_a_hint(group: Any, error: ErrorCode, says: list[str]) -> None:
+    """The error names the group, what this member sent that the broker refused and the broker
+    setting it hit (with Kafka's default), and says what to change."""
     member, join, net, hooks, clock = group
     net.on(ApiKey.JOIN_GROUP, lambda req: join_answer(req, error))
     with pytest.raises(FatalGroupError) as raised:
         join.join_group_if_needed(Timer(clock, 10000))
-    assert raised.value.code is error and ":" in str(raised.value)
+    message = str(raised.value)
+    assert raised.value.code is error and "JoinGroup of group 'g'" in message
+    for part in says:
+        assert part in message, message
     assert member.state is MemberState.UNJOINED
 
 
