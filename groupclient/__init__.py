@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from kafka.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition  # the same types as kafka-python
+# kafka-python's own classes at run time, typed for type checkers (structs.py)
+from .structs import ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 
 from .consumer.group_consumer import GroupConsumer
+from .consumer.settings import ConsumerSettings
 from .consumer.interceptors import ConsumerInterceptor
 from .consumer.listener import ConsumerRebalanceListener
 from .consumer.rebalance_events import RebalanceEvent
@@ -18,6 +20,7 @@ from .version import __version__
 
 __all__ = [
     "ArgumentTypeError", "CommitFailedError", "ConcurrentAccessError", "ConfigurationError", "ConsumerInterceptor",
+    "ConsumerRecord", "ConsumerSettings",
     "ConsumerRebalanceListener", "FatalError", "FatalGroupError", "GroupClientError", "GroupConsumer",
     "IllegalStateError", "InternalError",
     "KafkaTimeoutError", "NoBrokersAvailableError", "OffsetAndMetadata", "OffsetAndTimestamp", "RebalanceEvent",

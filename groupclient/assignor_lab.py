@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from types import FrameType
 from typing import Any, NamedTuple
 
-from kafka.structs import TopicPartition
+from .structs import TopicPartition
 
 from .assignors import (
     ClusterView, PartitionAssignor, RebalanceProtocol, common_protocol, resolve_assignors, validate_assignment,

@@ -16,7 +16,7 @@ from kafka.protocol.admin.groups import (
 from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 from ..clock import Timer
 from ..protocol.consumer_protocol import PROTOCOL_TYPE, decode_assignment

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 from .model import GroupDescription, ListedGroup, Member
 

@@ -13,7 +13,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 from ..protocol.consumer_protocol import Assignment, Subscription
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 from ..protocol.consumer_protocol import Assignment, Subscription
 from .base import ClusterView, PartitionAssignor, member_order

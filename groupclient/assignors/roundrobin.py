@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 from ..protocol.consumer_protocol import Assignment, Subscription
 from .base import ClusterView, PartitionAssignor, member_order

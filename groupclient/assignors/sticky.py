@@ -20,7 +20,7 @@ import logging
 import struct
 from collections.abc import Mapping
 
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 from ..protocol.consumer_protocol import Assignment, Subscription
 from .base import ClusterView, PartitionAssignor, RebalanceProtocol, member_order

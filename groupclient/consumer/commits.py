@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from kafka.future import Future as KafkaFuture
 from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse
-from kafka.structs import OffsetAndMetadata, TopicPartition
+from ..structs import OffsetAndMetadata, TopicPartition
 
 from ..clock import Timer
 from ..error_codes import error_name

@@ -11,80 +11,27 @@ from __future__ import annotations
 
 import difflib
 import logging
-import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from kafka.protocol.consumer import IsolationLevel
 
-from ..version import __version__
 from ..errors import ArgumentTypeError, ConfigurationError
 from ..protocol.names import name_problem
 from .deserializers import check_deserializer
+from .settings import declared, names, used_defaults
 
 log = logging.getLogger("groupclient.consumer")
 
-DEFAULTS: dict[str, Any] = {
-    "bootstrap_servers": "localhost",
-    "client_id": f"groupclient-{__version__}",
-    "group_id": None,
-    "group_instance_id": None,
-    "client_rack": None,
-    "key_deserializer": None,
-    "value_deserializer": None,
-    "fetch_max_wait_ms": 500,
-    "fetch_min_bytes": 1,
-    "fetch_max_bytes": 52428800,
-    "max_partition_fetch_bytes": 1 * 1024 * 1024,
-    "request_timeout_ms": 30000,
-    "retry_backoff_ms": 100,
-    "reconnect_backoff_ms": 50,
-    "reconnect_backoff_max_ms": 30000,
-    "max_in_flight_requests_per_connection": 5,
-    "auto_offset_reset": "latest",
-    "enable_auto_commit": True,
-    "auto_commit_interval_ms": 5000,
-    "default_offset_commit_callback": None,
-    "check_crcs": True,
-    "isolation_level": "read_uncommitted",
-    "allow_auto_create_topics": True,
-    "metadata_max_age_ms": 5 * 60 * 1000,
-    "partition_assignment_strategy": ("range", "roundrobin"),
-    "max_poll_records": 500,
-    "max_poll_interval_ms": 300000,
-    "session_timeout_ms": 45000,
-    "heartbeat_interval_ms": 3000,
-    "consumer_timeout_ms": math.inf,
-    "exclude_internal_topics": True,
-    "bootstrap_timeout_ms": 30000,
-    # TLS and SASL (network/security.py reads them): kafka-python's names and defaults
-    "security_protocol": "PLAINTEXT",
-    "ssl_context": None, "ssl_check_hostname": True, "ssl_cafile": None, "ssl_certfile": None, "ssl_keyfile": None,
-    "ssl_crlfile": None, "ssl_password": None, "ssl_ciphers": None,
-    "sasl_mechanism": None, "sasl_plain_username": None, "sasl_plain_password": None,
-    # no eager bootstrap in the constructor when set, as in kafka-python; versions are still
-    # negotiated per connection with ApiVersions
-    "api_version": None,
-    "connections_max_idle_ms": 9 * 60 * 1000,
-    "metrics_enabled": True,
-    # KIP-42 consumer interceptors (see interceptors.py) and the rebalance event callback
-    # (see rebalance_events.py): groupclient's own, not kafka-python's
-    "interceptors": (),
-    "rebalance_event_callback": None,
-}
-
+# made from the one declaration of every setting, settings.ConsumerSettings
+DEFAULTS: dict[str, Any] = used_defaults()
 # kafka-python settings accepted so configurations carry over, but with no effect here.
-IGNORED = {
-    "client_dns_lookup", "enable_incremental_fetch_sessions",
-    "kafka_client", "metric_group_prefix", "metric_reporters", "metrics_num_samples",
-    "metrics_sample_window_ms", "receive_buffer_bytes", "receive_message_max_bytes", "selector", "send_buffer_bytes",
-    "socket_options",
-}
+IGNORED = set(names("ignored"))
 # kafka-python settings for features this client does not have: only their "off" value is accepted.
-UNSUPPORTED = {
-    "sasl_kerberos_name": None, "sasl_kerberos_service_name": "kafka", "sasl_kerberos_domain_name": None,
-    "sasl_oauth_token_provider": None, "proxy_url": None, "socks5_proxy": None,
-}
+UNSUPPORTED = names("unsupported")
+_POSITIVE = [d.name for d in declared() if d.setting.check == "positive"]
+_NON_NEGATIVE = [d.name for d in declared() if d.setting.check == "non_negative"]
 
 
 _KNOWN = set(DEFAULTS) | IGNORED | set(UNSUPPORTED)
@@ -137,7 +84,7 @@ def default_config() -> dict[str, Any]:
             **{k: v for k, v in UNSUPPORTED.items() if k not in theirs}, **DEFAULTS}
 
 
-def build_config(configs: dict[str, Any]) -> dict[str, Any]:
+def build_config(configs: Mapping[str, Any]) -> dict[str, Any]:
     unknown = set(configs) - _KNOWN
     if unknown:
         raise _unknown_names_error(unknown)
@@ -155,14 +102,11 @@ def build_config(configs: dict[str, Any]) -> dict[str, Any]:
     _check_bootstrap(config["bootstrap_servers"])
     for key in ("key_deserializer", "value_deserializer"):
         check_deserializer(key, config[key])
-    for key in ("request_timeout_ms", "connections_max_idle_ms", "bootstrap_timeout_ms", "session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms",
-                "max_poll_records", "fetch_max_bytes", "max_partition_fetch_bytes", "auto_commit_interval_ms",
-                "max_in_flight_requests_per_connection", "metadata_max_age_ms"):
+    for key in _POSITIVE:
         value = config[key]
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             raise ConfigurationError(f"{key} must be a positive integer, not {value!r}")
-    for key in ("retry_backoff_ms", "reconnect_backoff_ms", "reconnect_backoff_max_ms", "fetch_max_wait_ms",
-                "fetch_min_bytes"):
+    for key in _NON_NEGATIVE:
         value = config[key]
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ConfigurationError(f"{key} must be a non-negative integer, not {value!r}")

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import kafka.errors as kafka_errors
-from kafka.consumer.fetcher import ConsumerRecord
+from ..structs import ConsumerRecord
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
-from kafka.structs import OffsetAndTimestamp, TopicPartition
+from ..structs import OffsetAndTimestamp, TopicPartition
 
 from ..clock import Timer
 from ..errors import ConfigurationError, InternalError, KafkaTimeoutError, RecordDeserializationError

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import logging
 import random
+import textwrap
 import re
 from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any
 
-from kafka.consumer.fetcher import ConsumerRecord
+from ..structs import ConsumerRecord
 from kafka.future import Future as KafkaFuture
-from kafka.structs import ConsumerGroupMetadata, MemberState, OffsetAndMetadata, TopicPartition
+from kafka.structs import ConsumerGroupMetadata, MemberState
+from ..structs import OffsetAndMetadata, TopicPartition
 
 from ..assignors.base import RebalanceProtocol, common_protocol
 from ..assignors.registry import resolve_assignors
@@ -37,6 +39,7 @@ from ..network.security import security_from_config
 from .assigned import AssignedPartitions
 from .commits import CommitCallback, OffsetCommitter
 from .config import build_config, check_name, default_config
+from .settings import ConsumerSettings, Unpack, docstring_section
 from .fetcher import FetchConfig, Fetcher
 from .group_hooks import ConsumerGroupHooks
 from .group_polling import GroupPolling
@@ -72,13 +75,40 @@ class GroupMetadata(ConsumerGroupMetadata):  # type: ignore[misc]  # kafka-pytho
 
 
 class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
-    """A consumer of Kafka topics as a member of a consumer group: kafka-python's ``KafkaConsumer``
-    API, config names and defaults (``GroupConsumer.DEFAULT_CONFIG``), on groupclient's own group
-    logic.  See docs/consumer.md, and docs/migration.md for every difference from kafka-python."""
+    """A Kafka consumer that shares its topics' partitions with the other members of a consumer
+    group: kafka-python's ``KafkaConsumer`` (its constructor, setting names, defaults and methods)
+    on groupclient's own group logic, so switching is an import change.
+
+        from groupclient import GroupConsumer
+
+        with GroupConsumer("orders", bootstrap_servers="127.0.0.1:9092", group_id="billing",
+                           auto_offset_reset="earliest") as consumer:
+            for record in consumer:                      # or: consumer.poll(timeout_ms=1000)
+                print(record.partition, record.offset, record.value)
+
+    The constructor checks every setting and connects (NoBrokersAvailableError when no
+    bootstrap server answers within bootstrap_timeout_ms).  ``poll()`` joins the group, fetches,
+    and commits (enable_auto_commit); a background thread only sends heartbeats.  Your code
+    (listener, deserializers, interceptors, assignor, callbacks) runs on the thread that owns the
+    consumer, inside its calls; another thread calling it raises ConcurrentAccessError, except
+    ``wakeup()``.  ``close()`` commits, leaves the group and returns within ``timeout_ms``.
+
+    Errors: ConfigurationError (bad settings), FatalError (the group refused this member for
+    good: close), CommitFailedError (the partitions moved: nothing to commit),
+    RecordDeserializationError (seek past the record), KafkaTimeoutError; everything transient
+    is retried inside.  Every error is also the kafka.errors class of the same name.
+
+    Docs: docs/consumer.md (methods, errors, settings), docs/migration.md (every difference from
+    kafka-python), docs/design.md (threads and locks).
+
+    ``clock``, ``io`` and ``rng`` are for tests (the simulator of groupclient.testing).
+
+    {settings}
+    """
 
     DEFAULT_CONFIG = default_config()
     def __init__(self, *topics: str, clock: Clock | None = None, io: IOBackend | None = None,
-                 rng: random.Random | None = None, **configs: Any) -> None:
+                 rng: random.Random | None = None, **configs: Unpack[ConsumerSettings]) -> None:
         """``clock``, ``io`` and ``rng`` are for tests: the simulator in :mod:`groupclient.testing`
         passes its clock, its in-memory network and a seeded random source (every random draw of
         the consumer comes from it); everything else is kafka-python's configs."""
@@ -457,6 +487,25 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
                 except Exception as exc:
                     log.warning("%s.close() failed: %r", key, exc)
 
+    def __repr__(self) -> str:
+        """``<GroupConsumer group='billing' member='billing-1-4f…' generation=3 stable, 2 partitions
+        of ['orders']>``: safe from any thread (a snapshot taken under each part's own lock)."""
+        cfg = self.config
+        if self._closed:
+            state = "closed" if cfg["group_id"] is None else f"group={cfg['group_id']!r} closed"
+        elif self._member is None:
+            state = "no group"
+        else:
+            generation, phase = self._member.generation_and_state()
+            member = generation.member_id or "-"
+            state = f"group={cfg['group_id']!r} member={member!r} generation={generation.generation_id} {phase.value}"
+        if cfg["group_instance_id"] is not None and not self._closed:
+            state += f" instance={cfg['group_instance_id']!r}"
+        assigned = self._subscription.assigned()
+        topics = sorted(self._subscription.topics) or sorted({tp.topic for tp in assigned})
+        where = f", {len(assigned)} partition{'' if len(assigned) == 1 else 's'} of {topics}"
+        return f"<GroupConsumer client_id={cfg['client_id']!r} {state}{where if not self._closed else ''}>"
+
     def __enter__(self) -> GroupConsumer:
         return self
 
@@ -464,6 +513,11 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         # as kafka-python 3.0: a block left by an exception commits nothing (the records it was
         # handling may not have been processed), and the member still leaves the group
         self.close(autocommit=exc_type is None)
+
+
+# the settings part of the docstring is made from their one declaration (settings.py)
+GroupConsumer.__doc__ = (GroupConsumer.__doc__ or "").replace(
+    "{settings}", textwrap.indent(docstring_section(), "    ").lstrip())
 
 
 def _as_offsets(offsets: dict[TopicPartition, Any]) -> dict[TopicPartition, OffsetAndMetadata]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 from ..assignors.base import ClusterView, PartitionAssignor, RebalanceProtocol, validate_assignment
 from ..clock import Timer

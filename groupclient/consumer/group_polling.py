@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 from ..assignors.base import RebalanceProtocol
 from ..clock import Timer

@@ -19,8 +19,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kafka.consumer.fetcher import ConsumerRecord
-from kafka.structs import OffsetAndMetadata, TopicPartition
+from ..structs import ConsumerRecord
+from ..structs import OffsetAndMetadata, TopicPartition
 
 from ..errors import ConfigurationError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 from ..errors import RebalanceListenerError
 

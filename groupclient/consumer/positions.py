@@ -3,7 +3,7 @@ A mixin of :class:`GroupConsumer`; every public method takes the consumer's owne
 
 from __future__ import annotations
 
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 from ..clock import Timer
 from ..errors import ConfigurationError, KafkaTimeoutError
@@ -12,6 +12,8 @@ from .queries import check_partition
 
 
 class PositionControl(ConsumerParts):
+    """Positions, seeks and pauses of GroupConsumer."""
+
     def _positions_known_in_time(self, timer: Timer) -> bool:
         """Inside poll(), running out of time while looking up positions is not an error: the
         next poll goes on from where this one stopped."""
@@ -56,11 +58,17 @@ class PositionControl(ConsumerParts):
             return offset
 
     def highwater(self, partition: TopicPartition) -> int | None:
+        """The partition's high watermark (the offset after its last record) as the last fetch
+        answer gave it: None before the first, and for a partition no longer assigned.  Asks
+        nothing of the cluster (end_offsets() does)."""
         partition = check_partition(partition)
         with self._ownership.acquired():
             return self._subscription.high_watermark(partition)
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
+        """Read the assigned ``partition`` from ``offset`` at the next poll(); records fetched
+        before are dropped.  An offset past the end is reset by auto_offset_reset.  Skips a
+        record a deserializer failed on: ``seek(e.partition, e.offset + 1)``."""
         partition = check_partition(partition)
         with self._ownership.acquired():
             if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
@@ -71,9 +79,13 @@ class PositionControl(ConsumerParts):
             self._iterator = None  # records fetched before the seek are not the ones to return
 
     def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        """Read the partitions (all assigned ones if none is given) from their first offset,
+        looked up at the next poll().  UnassignedPartitionError for one not assigned."""
         self._seek_to("earliest", partitions)
 
     def seek_to_end(self, *partitions: TopicPartition) -> None:
+        """Read the partitions (all assigned ones if none is given) from their end: only records
+        written from now on.  UnassignedPartitionError for one not assigned."""
         self._seek_to("latest", partitions)
 
     def _seek_to(self, where: str, partitions: tuple[TopicPartition, ...]) -> None:
@@ -83,15 +95,20 @@ class PositionControl(ConsumerParts):
             self._iterator = None
 
     def pause(self, *partitions: TopicPartition) -> None:
+        """Stop fetching the assigned partitions (poll() returns none of their records) until
+        resume(); the member stays in the group and keeps them.  A rebalance that moves a
+        partition away forgets its pause."""
         with self._ownership.acquired():
             for tp in partitions:
                 self._subscription.pause(tp)
 
     def resume(self, *partitions: TopicPartition) -> None:
+        """Fetch the paused partitions again."""
         with self._ownership.acquired():
             for tp in partitions:
                 self._subscription.resume(tp)
 
     def paused(self) -> set[TopicPartition]:
+        """The assigned partitions that are paused."""
         with self._ownership.acquired():
             return self._subscription.paused()

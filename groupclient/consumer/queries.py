@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kafka.structs import OffsetAndTimestamp, TopicPartition
+from ..structs import OffsetAndTimestamp, TopicPartition
 
 from ..clock import Timer
 from ..errors import ArgumentTypeError, ConfigurationError, KafkaTimeoutError
@@ -23,6 +23,8 @@ def check_partition(partition: Any) -> TopicPartition:
 
 
 class ClusterQueries(ConsumerParts):
+    """GroupConsumer's questions to the cluster."""
+
     def _default_timer(self, timeout_ms: int | None) -> Timer:
         """Calls that go to the cluster never wait forever: request_timeout_ms unless told."""
         if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float))
@@ -32,9 +34,13 @@ class ClusterQueries(ConsumerParts):
 
     def beginning_offsets(self, partitions: Iterable[TopicPartition],
                           timeout_ms: int | None = None) -> dict[TopicPartition, int]:
+        """The first offset of each partition (assigned or not), asked of its leader now;
+        KafkaTimeoutError after ``timeout_ms`` (request_timeout_ms when None)."""
         return self._offsets_at(EARLIEST, partitions, timeout_ms)
 
     def end_offsets(self, partitions: Iterable[TopicPartition], timeout_ms: int | None = None) -> dict[TopicPartition, int]:
+        """The offset after the last record of each partition (assigned or not), asked of its
+        leader now; KafkaTimeoutError after ``timeout_ms`` (request_timeout_ms when None)."""
         return self._offsets_at(LATEST, partitions, timeout_ms)
 
     def _offsets_at(self, timestamp: int, partitions: Iterable[TopicPartition],

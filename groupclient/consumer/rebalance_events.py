@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 log = logging.getLogger("groupclient.rebalance")
 

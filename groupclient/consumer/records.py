@@ -13,10 +13,10 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kafka.consumer.fetcher import ConsumerRecord
+from ..structs import ConsumerRecord
 from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.util import calc_crc32c
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 from ..error_codes import ErrorCode
 from ..errors import BrokerError, RecordDeserializationError

@@ -11,7 +11,7 @@ import re
 import threading
 from dataclasses import dataclass
 
-from kafka.structs import OffsetAndMetadata, TopicPartition
+from ..structs import OffsetAndMetadata, TopicPartition
 
 from ..errors import IllegalStateError, UnassignedPartitionError
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 PROTOCOL_TYPE = "consumer"
 SUBSCRIPTION_VERSION = 3

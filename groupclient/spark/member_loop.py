@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka.structs import OffsetAndMetadata, TopicPartition
+from ..structs import OffsetAndMetadata, TopicPartition
 
 from ..clock import Clock, SystemClock
 from ..consumer.group_consumer import GroupConsumer

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kafka.structs import OffsetAndMetadata, TopicPartition
+from ..structs import OffsetAndMetadata, TopicPartition
 
 from ..consumer.group_consumer import GroupConsumer
 from ..errors import ConfigurationError

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 from ..consumer.group_consumer import GroupConsumer
 from ..coordinator import EmbeddedCluster

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 from ..clock import Clock, SystemClock
 from ..consumer.group_consumer import GroupConsumer

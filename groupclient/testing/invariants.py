@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 from ..coordinator.core import ClusterCore
 from ..coordinator.group.metadata import Group

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 from ..consumer.group_consumer import GroupConsumer
 from ..consumer.listener import ConsumerRebalanceListener

@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from kafka.structs import TopicPartition
+from ..structs import TopicPartition
 
 from ..consumer.group_consumer import GroupConsumer
 from ..coordinator.config import CoordinatorConfig

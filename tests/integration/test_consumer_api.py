@@ -319,3 +319,29 @@ def test_a_failed_bootstrap_names_each_servers_last_error_and_warns_while_it_wai
     warnings = [r for r in caplog.records if "no bootstrap server has answered" in r.getMessage()]
     assert len(warnings) == 1 and warnings[0].levelno == logging.WARNING
     assert "Connection refused" in warnings[0].getMessage()
+
+
+def test_repr_says_group_member_state_and_assignment(cluster: EmbeddedCluster) -> None:
+    cluster.create_topic("described", 3)
+    consumer = GroupConsumer("described", bootstrap_servers=cluster.bootstrap_servers, group_id="billing",
+                             client_id="billing-1")
+    try:
+        assert repr(consumer) == ("<GroupConsumer client_id='billing-1' group='billing' member='-' generation=-1 "
+                                  "unjoined, 0 partitions of ['described']>")
+        for _ in range(100):  # bounded: the first join takes a few polls
+            consumer.poll(timeout_ms=100)
+            if len(consumer.assignment()) == 3:
+                break
+        member_id = consumer.group_metadata().member_id
+        assert member_id.startswith("billing-1-")
+        assert repr(consumer) == (f"<GroupConsumer client_id='billing-1' group='billing' member={member_id!r} "
+                                  f"generation=1 stable, 3 partitions of ['described']>")
+    finally:
+        consumer.close()
+    assert repr(consumer) == "<GroupConsumer client_id='billing-1' group='billing' closed>"
+    groupless = GroupConsumer(bootstrap_servers=cluster.bootstrap_servers, client_id="reader")
+    groupless.assign([TopicPartition("described", 0)])
+    try:
+        assert repr(groupless) == "<GroupConsumer client_id='reader' no group, 1 partition of ['described']>"
+    finally:
+        groupless.close()
