@@ -39,6 +39,8 @@ def interpreter() -> str:
 
 
 def test_the_environment_has_exactly_the_declared_floors(interpreter: str) -> None:
+    """The floor environment holds groupclient with its spark extra, each at its lowest version:
+    what "docs/spark.md: pip install 'groupclient[spark]'" installs, at the floors."""
     have = installed(interpreter)
     for pin in floor_pins():
         requirement = Requirement(pin)

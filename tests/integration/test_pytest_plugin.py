@@ -32,6 +32,8 @@ def pytester_autoload(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 
 
 def test_example_suite_passes_with_the_plugin_loaded_from_its_entry_point(pytester_autoload: pytest.Pytester) -> None:
+    """Runs examples/pytest_plugin/test_consumer_app.py, of which "docs/pytest-plugin.md: import
+    time" is an excerpt."""
     pytester_autoload.makepyfile(test_consumer_app=EXAMPLE.read_text())
     result = pytester_autoload.runpytest_subprocess("--strict-markers", "-p", "no:cacheprovider", timeout=240)
     result.assert_outcomes(passed=6)

@@ -63,6 +63,9 @@ def test_idle_members_stop_and_say_why(spark: Any, embedded: Any) -> None:
 
 
 def test_the_pipeline_command_runs_end_to_end(tmp_path: Any) -> None:
+    """The command of "docs/cli.md: $ groupclient spark pipeline --events 2000 --output
+    /tmp/docrun/pipeline-out" and of "docs/spark.md: pip install -e '.[spark]' && groupclient spark
+    pipeline --events 100000 --output pipeline-out" (with 20000 events), checked end to end."""
     out = tmp_path / "pipeline"
     done = subprocess.run([sys.executable, "-m", "groupclient", "spark", "pipeline", "--events", "20000",
                            "--output", str(out)], capture_output=True, text=True, timeout=600)
