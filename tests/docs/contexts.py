@@ -280,6 +280,8 @@ def billing(tmp_path: Path, client_ids: tuple[str, ...] = ("billing-1", "billing
         try:
             first = scene.member("billing-1")
             first.commit = {TopicPartition("orders", 0): OffsetAndMetadata(4, "", -1)}
+            # billing-1 joins first, so that the group lists it first, as the docs show
+            assert wait_until(lambda: bool(first.assigned()), 60), first.assigned()
             for client_id in client_ids[1:]:
                 scene.member(client_id)
             shares = [[0, 1, 2]] if len(client_ids) == 1 else [[0, 1], [2]]
