@@ -22,7 +22,8 @@ from ..structs import OffsetAndMetadata, TopicPartition
 from ..clock import Timer
 from ..error_codes import error_name
 from ..errors import CommitFailedError, KafkaTimeoutError, ProtocolError, RebalanceInProgressError, RetriableError
-from ..member.group_member import GroupMember
+from ..member.any_member import AnyMember
+from ..member.consumer_member import ConsumerGroupMember
 from ..member.types import Generation
 from ..network.future import RequestFuture
 from ..protocol.apis import ApiKey
@@ -47,7 +48,7 @@ class _CompletedCommit:
 class OffsetCommitter:
     """The group's committed offsets, for the consumer: committing them and reading them back."""
 
-    def __init__(self, member: GroupMember, subscription: SubscriptionState, enable_auto_commit: bool,
+    def __init__(self, member: AnyMember, subscription: SubscriptionState, enable_auto_commit: bool,
                  auto_commit_interval_ms: int,
                  on_commit: Callable[[dict[TopicPartition, OffsetAndMetadata]], None] | None = None) -> None:
         self.member = member
@@ -220,9 +221,12 @@ class OffsetCommitter:
         def build(version: int) -> Any:
             if version >= 8:
                 G = OffsetFetchRequest.OffsetFetchRequestGroup
+                # v9 (KIP-848): a member with an epoch names itself, and the broker checks the epoch
+                member = self.member.generation_if_stable() if isinstance(self.member, ConsumerGroupMember) else None
                 return OffsetFetchRequest(version=version, require_stable=True, groups=[G(
-                    group_id=cfg.group_id, topics=[G.OffsetFetchRequestTopics(name=t, partition_indexes=p)
-                                                   for t, p in by_topic.items()])])
+                    group_id=cfg.group_id, member_id=member.member_id if member else None,
+                    member_epoch=member.generation_id if member else -1,
+                    topics=[G.OffsetFetchRequestTopics(name=t, partition_indexes=p) for t, p in by_topic.items()])])
             return OffsetFetchRequest(version=version, group_id=cfg.group_id, require_stable=True, topics=[
                 OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in by_topic.items()])
 

@@ -84,6 +84,32 @@ def default_config() -> dict[str, Any]:
             **{k: v for k, v in UNSUPPORTED.items() if k not in theirs}, **DEFAULTS}
 
 
+# settings only the classic protocol uses: the consumer protocol's are the broker's (Java's
+# ConsumerConfig refuses them too, KAFKA-17338)
+CLASSIC_ONLY = ("partition_assignment_strategy", "heartbeat_interval_ms", "session_timeout_ms")
+
+
+def _check_group_protocol(given: Mapping[str, Any], config: dict[str, Any]) -> None:
+    protocol = config["group_protocol"]
+    if not isinstance(protocol, str) or protocol.lower() not in ("classic", "consumer"):
+        raise ConfigurationError(f"group_protocol must be 'classic' or 'consumer', not {protocol!r}")
+    config["group_protocol"] = protocol = protocol.lower()
+    assignor = config["group_remote_assignor"]
+    if protocol == "consumer":
+        invalid = [key for key in CLASSIC_ONLY if key in given]
+        if invalid:
+            raise ConfigurationError(
+                f"{', '.join(invalid)} cannot be set when group_protocol='consumer': under the consumer group "
+                "protocol the broker assigns the partitions (group_remote_assignor picks its assignor) and sets "
+                "the session timeout and heartbeat interval (group.consumer.session.timeout.ms, "
+                "group.consumer.heartbeat.interval.ms); remove them, or use group_protocol='classic'")
+        if assignor is not None and (not isinstance(assignor, str) or not assignor.strip()):
+            raise ConfigurationError(f"group_remote_assignor must be a non-empty assignor name or None, not {assignor!r}")
+    elif assignor is not None:
+        raise ConfigurationError("group_remote_assignor cannot be set when group_protocol='classic': the classic "
+                                 "protocol's assignors run in the members (partition_assignment_strategy)")
+
+
 def build_config(configs: Mapping[str, Any]) -> dict[str, Any]:
     unknown = set(configs) - _KNOWN
     if unknown:
@@ -114,10 +140,12 @@ def build_config(configs: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigurationError(
             f"connections_max_idle_ms ({config['connections_max_idle_ms']}) must be larger than request_timeout_ms "
             f"({config['request_timeout_ms']}) which must be larger than fetch_max_wait_ms ({config['fetch_max_wait_ms']})")
+    _check_group_protocol(configs, config)
     if config["heartbeat_interval_ms"] >= config["session_timeout_ms"]:
         raise ConfigurationError(f"heartbeat_interval_ms ({config['heartbeat_interval_ms']}) must be lower than "
                                  f"session_timeout_ms ({config['session_timeout_ms']})")
-    if config["group_id"] is not None and config["heartbeat_interval_ms"] > config["session_timeout_ms"] / 3:
+    if (config["group_id"] is not None and config["group_protocol"] == "classic"
+            and config["heartbeat_interval_ms"] > config["session_timeout_ms"] / 3):
         log.warning("heartbeat_interval_ms is high relative to session_timeout_ms (%s v %s): one lost heartbeat "
                     "may cost the member its partitions; a third of the session timeout or less is usual",
                     config["heartbeat_interval_ms"], config["session_timeout_ms"])

@@ -27,6 +27,8 @@ from ..assignors.base import RebalanceProtocol, common_protocol
 from ..assignors.registry import resolve_assignors
 from ..clock import Clock, SystemClock, Timer
 from ..errors import ArgumentTypeError, CommitFailedError, ConfigurationError, IllegalStateError
+from ..member.any_member import AnyMember
+from ..member.consumer_member import ConsumerGroupMember, Subscribed
 from ..member.coordinator_lookup import CoordinatorLookup
 from ..member.group_member import GroupMember
 from ..member.heartbeat_thread import HeartbeatThread
@@ -36,6 +38,7 @@ from ..member.types import GroupConfig
 from ..network.client import NetworkClient, NetworkConfig, parse_bootstrap
 from ..network.io import IOBackend
 from ..network.security import security_from_config
+from ..protocol.consumer_group_heartbeat import new_member_id
 from .assigned import AssignedPartitions
 from .commits import CommitCallback, OffsetCommitter
 from .config import build_config, check_name, default_config
@@ -43,6 +46,8 @@ from .settings import ConsumerSettings, Unpack, docstring_section
 from .fetcher import FetchConfig, Fetcher
 from .group_hooks import ConsumerGroupHooks
 from .group_polling import GroupPolling
+from .broker_regex import broker_regex
+from .reconciler import Reconciler
 from .interceptors import InterceptorChain
 from .listener import ListenerCalls
 from .metrics import ConsumerMetrics
@@ -124,11 +129,12 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         self._metrics = ConsumerMetrics(self._clock.monotonic_ms) if cfg["metrics_enabled"] else None
         self._ownership = ThreadOwnership()
         self._closed = False
+        self._rng = rng or random.Random()
         self._client = NetworkClient(NetworkConfig(
             bootstrap, cfg["client_id"], cfg["request_timeout_ms"], cfg["reconnect_backoff_ms"],
             cfg["reconnect_backoff_max_ms"], cfg["max_in_flight_requests_per_connection"],
             cfg["metadata_max_age_ms"], cfg["allow_auto_create_topics"], cfg["retry_backoff_ms"],
-            security), self._clock, rng or random.Random(), io=io,
+            security), self._clock, self._rng, io=io,
             observer=self._metrics.on_request_done if self._metrics is not None else None,
             io_observer=self._metrics.on_io if self._metrics is not None else None)
         self._subscription = SubscriptionState(cfg["auto_offset_reset"])
@@ -138,7 +144,8 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
             cfg["fetch_min_bytes"], cfg["fetch_max_wait_ms"], cfg["fetch_max_bytes"],
             cfg["max_partition_fetch_bytes"], 1 if cfg["isolation_level"] == "read_committed" else 0,
             cfg["check_crcs"], cfg["key_deserializer"], cfg["value_deserializer"]))
-        self._member: GroupMember | None = None
+        self._member: AnyMember | None = None
+        self._reconciler: Reconciler | None = None
         self._join: GroupJoin | None = None
         self._hooks: ConsumerGroupHooks | None = None
         self._committer: OffsetCommitter | None = None
@@ -167,6 +174,8 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
 
     def _build_group(self, cfg: dict[str, Any]) -> None:
         """The member side and the consumer's part of it, each given what it works with."""
+        if cfg["group_protocol"] == "consumer":
+            return self._build_consumer_group(cfg)
         assignors = resolve_assignors(cfg["partition_assignment_strategy"])
         protocol = common_protocol(assignors)
         drop_fetched = self._drop_fetched
@@ -183,6 +192,22 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         self._hooks = ConsumerGroupHooks(self._member, self._committer, self._subscription, assignors, protocol,
                                          self._listener_calls, self._events, drop_fetched, cfg["client_rack"])
         self._join = GroupJoin(self._member, self._hooks)
+
+    def _build_consumer_group(self, cfg: dict[str, Any]) -> None:
+        """KIP-848: the broker assigns; no join, no assignors, no leader (see reconciler.py)."""
+        group = GroupConfig(cfg["group_id"], cfg["group_instance_id"], cfg["session_timeout_ms"],
+                            cfg["max_poll_interval_ms"], cfg["heartbeat_interval_ms"], cfg["retry_backoff_ms"],
+                            cfg["request_timeout_ms"])
+        member = ConsumerGroupMember(
+            self._client, self._clock, group, CoordinatorLookup(self._client, group.group_id, group.retry_backoff_ms),
+            AssignedPartitions(self._subscription, self._drop_fetched, group.group_id), new_member_id(self._rng),
+            server_assignor=cfg["group_remote_assignor"], rack_id=cfg["client_rack"], rng=self._rng)
+        self._member = member
+        self._committer = OffsetCommitter(
+            member, self._subscription, cfg["enable_auto_commit"], cfg["auto_commit_interval_ms"],
+            on_commit=self._interceptors.on_commit if self._interceptors else None)
+        self._reconciler = Reconciler(member, self._committer, self._subscription, self._client,
+                                      self._listener_calls, self._events, self._drop_fetched)
 
     def _drop_fetched(self) -> None:
         self._fetcher.drop_buffered(set())
@@ -218,11 +243,17 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
                 compiled = re.compile(pattern) if pattern is not None else None
             except re.error as exc:
                 raise ConfigurationError(f"bad topic pattern {pattern!r}: {exc}") from None
+            consumer_protocol = isinstance(self._member, ConsumerGroupMember)
+            # the consumer protocol's broker evaluates a pattern: refused now if it cannot
+            regex = broker_regex(pattern) if consumer_protocol and pattern is not None else None
             before = set(self._subscription.topics)
             self._subscription.subscribe(set(names), compiled)
             self._listener_calls.listener = listener
             self._client.set_topics(None if compiled is not None else set(names))
-            if self._member is not None and self._subscription.topics != before:
+            if isinstance(self._member, ConsumerGroupMember):
+                subscribed = Subscribed(() if regex is not None else tuple(sorted(names)), regex)
+                self._member.subscribe(subscribed, f"subscribed to {regex or sorted(names)}")
+            elif self._member is not None and self._subscription.topics != before:
                 # also while a JoinGroup is under way: that join carries the old subscription
                 self._member.request_rejoin(f"subscription changed to {sorted(self._subscription.topics)}")
 
@@ -236,6 +267,8 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         with self._ownership.acquired():
             self._ensure_open()
             self._leave_group("the consumer unsubscribed")
+            if isinstance(self._member, ConsumerGroupMember):
+                self._member.subscribe(None, "unsubscribed")
             self._subscription.unsubscribe()
             self._fetcher.drop_buffered(set())
             self._client.set_topics(set())
@@ -306,7 +339,11 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         """What the application must hear now: a listener's exception (once), and a fatal error
         (every time: the group refused the member for good, or groupclient failed)."""
         self._listener_calls.raise_pending()
-        for error in (self._member.fatal_error if self._member is not None else None, self._fetcher.fatal_error):
+        member = self._member
+        # a consumer-protocol refusal is raised once, as Java's; the classic one every time
+        group_error = (member.take_error() if isinstance(member, ConsumerGroupMember)
+                       else member.fatal_error if member is not None else None)
+        for error in (group_error, self._fetcher.fatal_error):
             if error is not None:
                 raise error
 
@@ -398,6 +435,11 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         with self._ownership.acquired():
             if self._member is None or not self._subscription.is_group_subscribed():
                 raise IllegalStateError("enforce_rebalance() needs a group subscription")
+            if isinstance(self._member, ConsumerGroupMember):
+                # as Java's: the broker decides every assignment under the consumer protocol
+                log.warning("enforce_rebalance() does nothing under group_protocol='consumer': the broker "
+                            "assigns the partitions and rebalances when the group changes")
+                return
             self._member.request_rejoin(reason)
 
     def group_metadata(self) -> GroupMetadata:
@@ -409,7 +451,7 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         generation, state = self._member.generation_and_state()
         metadata = GroupMetadata(self.config["group_id"], generation.generation_id, generation.member_id,
                                  self.config["group_instance_id"], _KAFKA_PYTHON_STATE[state])
-        metadata.phase = state.value
+        metadata.phase = self._member.phase_name()
         return metadata
 
     def add_rebalance_event_callback(self, callback: Callable[[RebalanceEvent], Any]) -> None:
@@ -496,9 +538,11 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         elif self._member is None:
             state = "no group"
         else:
-            generation, phase = self._member.generation_and_state()
+            generation, _ = self._member.generation_and_state()
             member = generation.member_id or "-"
-            state = f"group={cfg['group_id']!r} member={member!r} generation={generation.generation_id} {phase.value}"
+            counter = "epoch" if isinstance(self._member, ConsumerGroupMember) else "generation"
+            state = (f"group={cfg['group_id']!r} member={member!r} {counter}={generation.generation_id} "
+                     f"{self._member.phase_name()}")
         if cfg["group_instance_id"] is not None and not self._closed:
             state += f" instance={cfg['group_instance_id']!r}"
         assigned = self._subscription.assigned()

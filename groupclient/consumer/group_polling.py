@@ -10,10 +10,13 @@ from ..structs import TopicPartition
 
 from ..assignors.base import RebalanceProtocol
 from ..clock import Timer
+from ..member.consumer_member import ConsumerGroupMember
 from ..member.heartbeat_thread import HeartbeatThread
 from ..protocol.apis import ApiKey
 from ..protocol.error_table import error_for
+from .commits import OffsetCommitter
 from .parts import ConsumerParts
+from .reconciler import Reconciler
 
 log = logging.getLogger("groupclient.consumer")
 
@@ -28,6 +31,11 @@ class GroupPolling(ConsumerParts):
             committer.invoke_completed_commit_callbacks()
         if member is None and self._subscription.is_group_subscribed():
             return self._assign_all_partitions(timer)
+        if isinstance(member, ConsumerGroupMember) and committer is not None and self._reconciler is not None:
+            if self._subscription.is_group_subscribed():
+                return self._poll_consumer_group(member, committer, self._reconciler, timer)
+            committer.maybe_auto_commit(self._clock.monotonic_ms())
+            return True
         if (committer is None or hooks is None or member is None or join is None
                 or not self._subscription.is_group_subscribed()):
             if committer is not None:
@@ -62,6 +70,24 @@ class GroupPolling(ConsumerParts):
                 join.join_group_if_needed(Timer(self._clock, 0))
             elif not join.join_group_if_needed(timer):
                 return False
+        committer.maybe_auto_commit(self._clock.monotonic_ms())
+        member.send_heartbeat_if_due(self._clock.monotonic_ms())
+        return True
+
+    def _poll_consumer_group(self, member: ConsumerGroupMember, committer: OffsetCommitter, reconciler: Reconciler,
+                             timer: Timer) -> bool:
+        """The consumer protocol's step (KIP-848): no join to wait for; the heartbeat thread keeps
+        the member in the group, and the target assignments its answers bring are reconciled here,
+        between the application's records.  Partitions owned stay fetchable throughout."""
+        now = self._clock.monotonic_ms()
+        member.poll_heartbeat(now)  # restarts the poll timer; a member that left for not polling rejoins
+        member.check_lease(now)
+        if member.coordinator_unknown() and not member.ensure_coordinator_ready(timer):
+            reconciler.reconcile(Timer(self._clock, 0))  # the listener still hears of losses
+            return True
+        self._start_heartbeat_thread()
+        member.send_heartbeat_if_due(self._clock.monotonic_ms())
+        reconciler.reconcile(timer)
         committer.maybe_auto_commit(self._clock.monotonic_ms())
         member.send_heartbeat_if_due(self._clock.monotonic_ms())
         return True

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..clock import Clock
-from ..member.group_member import GroupMember
+from ..member.any_member import AnyMember
 from ..member.heartbeat_thread import HeartbeatThread
 from ..member.join import GroupJoin
 from ..network.client import NetworkClient
@@ -15,6 +15,7 @@ from .commits import OffsetCommitter
 from .fetcher import Fetcher
 from .group_hooks import ConsumerGroupHooks
 from .metrics import ConsumerMetrics
+from .reconciler import Reconciler
 from .subscription import SubscriptionState
 from .thread_ownership import ThreadOwnership
 
@@ -28,8 +29,9 @@ class ConsumerParts:
     _ownership: ThreadOwnership
     _committer: OffsetCommitter | None
     _hooks: ConsumerGroupHooks | None
-    _member: GroupMember | None
+    _member: AnyMember | None
     _join: GroupJoin | None
+    _reconciler: Reconciler | None
     _heartbeat_thread: HeartbeatThread | None
     _metrics: ConsumerMetrics | None
     _iterator: Any

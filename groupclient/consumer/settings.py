@@ -111,6 +111,17 @@ class ConsumerSettings(TypedDict, total=False):
     group_id: Annotated[str | None, Setting(
         None, "The consumer group to join. None: no group; subscribe() then consumes every "
         "partition of its topics and nothing is committed.", GROUP)]
+    group_protocol: Annotated[Literal["classic", "consumer"], Setting(
+        "classic", "The group protocol: 'classic' (JoinGroup/SyncGroup; a member elected leader "
+        "assigns) or 'consumer' (KIP-848, Kafka 4.0+: the broker assigns, there is no group-wide "
+        "barrier, a partition moves as soon as its owner gives it up). Under 'consumer', "
+        "session_timeout_ms, heartbeat_interval_ms and partition_assignment_strategy are the "
+        "broker's (group.consumer.*) and setting them is an error. See docs/consumer.md.", GROUP,
+        origin="groupclient")]
+    group_remote_assignor: Annotated[str | None, Setting(
+        None, "Under group_protocol='consumer': the broker-side assignor to ask for ('uniform', "
+        "'range', or another of the broker's group.consumer.assignors). None: the broker's default. "
+        "Setting it under 'classic' is an error.", GROUP, origin="groupclient")]
     group_instance_id: Annotated[str | None, Setting(
         None, "Static membership (KIP-345): an id that survives restarts, so a consumer back within "
         "session_timeout_ms gets its partitions without a rebalance. One consumer per id: a second "

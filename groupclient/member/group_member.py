@@ -129,6 +129,10 @@ class GroupMember:
         with self._lock:
             return self.generation, self.state
 
+    def phase_name(self) -> str:
+        with self._lock:
+            return self.state.value
+
     def rebalance_in_progress(self) -> bool:
         with self._lock:
             return self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE)

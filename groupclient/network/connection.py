@@ -50,8 +50,10 @@ _SHRINK_ABOVE, _SHRINK_AFTER = 1 << 20, 256
 # The newest version of each API this client knows how to build and read.
 CLIENT_MAX_VERSIONS: dict[int, int] = {
     ApiKey.API_VERSIONS: 3, ApiKey.METADATA: 12, ApiKey.FIND_COORDINATOR: 4, ApiKey.JOIN_GROUP: 9,
-    ApiKey.SYNC_GROUP: 5, ApiKey.HEARTBEAT: 4, ApiKey.LEAVE_GROUP: 5, ApiKey.OFFSET_COMMIT: 8,
-    ApiKey.OFFSET_FETCH: 8, ApiKey.FETCH: 12, ApiKey.LIST_OFFSETS: 7,
+    ApiKey.SYNC_GROUP: 5, ApiKey.HEARTBEAT: 4, ApiKey.LEAVE_GROUP: 5, ApiKey.OFFSET_COMMIT: 9,
+    ApiKey.OFFSET_FETCH: 9, ApiKey.FETCH: 12, ApiKey.LIST_OFFSETS: 7,
+    # the consumer group protocol (KIP-848); v1 carries the broker-side regex and the member's own id
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: 1,
     # the admin client's (groupclient groups ...)
     ApiKey.DESCRIBE_GROUPS: 6, ApiKey.LIST_GROUPS: 5,
     # authentication (before READY)

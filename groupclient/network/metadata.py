@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,15 @@ class MetadataSnapshot:
     internal_topics: frozenset[str] = frozenset()
     cluster_id: str | None = None
     version: int = 0  # how many answers were applied: waiters tell an update happened
+    # topic -> its id (Metadata v10+); the consumer group protocol names partitions by topic id
+    topic_ids: Mapping[str, uuid.UUID] = field(default_factory=dict)
+
+    def topic_for_id(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic with this id, if this answer knows it."""
+        for name, known in self.topic_ids.items():
+            if known == topic_id:
+                return name
+        return None
 
     def partitions_for_topic(self, topic: str) -> set[int] | None:
         leaders = self.leaders.get(topic)
@@ -69,6 +79,7 @@ class MetadataSnapshot:
         replicas = {} if complete else dict(self.replicas)
         unavailable = {} if complete else dict(self.unavailable)
         internal = set(self.internal_topics)
+        topic_ids = {} if complete else dict(self.topic_ids)
         for topic in response.topics:
             if topic.name is None:
                 continue  # answered by topic id only (v10+): this client asks by name
@@ -76,14 +87,20 @@ class MetadataSnapshot:
                 unavailable[topic.name] = int(topic.error_code)
                 leaders.pop(topic.name, None)
                 replicas.pop(topic.name, None)
+                topic_ids.pop(topic.name, None)
                 continue
             unavailable.pop(topic.name, None)
             leaders[topic.name] = {p.partition_index: p.leader_id for p in topic.partitions}
             replicas[topic.name] = {p.partition_index: tuple(p.replica_nodes or ()) for p in topic.partitions}
             if topic.is_internal:
                 internal.add(topic.name)
+            topic_id = getattr(topic, "topic_id", None)
+            if topic_id is not None and topic_id.int:
+                topic_ids[topic.name] = topic_id
+            else:
+                topic_ids.pop(topic.name, None)
         return MetadataSnapshot(brokers, leaders, racks, replicas, unavailable, frozenset(internal),
-                                response.cluster_id, self.version + 1)
+                                response.cluster_id, self.version + 1, topic_ids)
 
 
 EMPTY = MetadataSnapshot()

@@ -39,6 +39,10 @@ class Transport(Protocol):
     def send(self, node_id: int, request_cls: Any, response_cls: Any, build: Callable[[int], Any],
              timeout_ms: int | None = None) -> RequestFuture[Any]: ...
 
+    def version_for(self, node_id: int, api_key: int) -> int | None:
+        """The version of ``api_key`` both sides speak on the node's connection (None: none, or
+        not connected yet)."""
+
     def poll_until(self, future: RequestFuture[Any] | None, timer: Timer, wakeup: bool = True) -> None: ...
 
     def sleep(self, ms: int, timer: Timer) -> None: ...

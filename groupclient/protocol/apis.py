@@ -55,6 +55,7 @@ class ApiKey(enum.IntEnum):
     INIT_PRODUCER_ID = 22
     SASL_AUTHENTICATE = 36
     DELETE_GROUPS = 42
+    CONSUMER_GROUP_HEARTBEAT = 68
 
 
 @dataclass(frozen=True)

@@ -94,11 +94,32 @@ TABLES: dict[ApiKey, dict[ErrorCode, Action]] = {
         E.OFFSET_METADATA_TOO_LARGE: Action.RAISE,
         E.INVALID_COMMIT_OFFSET_SIZE: Action.RAISE,
         E.TOPIC_AUTHORIZATION_FAILED: Action.RAISE,
+        # KIP-848: the epoch moved on since the commit was sent; a commit_sync sends it again with
+        # the new one (the member still owns the partitions it commits: it gives them up only
+        # after the commit before a revocation)
+        E.STALE_MEMBER_EPOCH: Action.RETRY,
+        E.FENCED_MEMBER_EPOCH: Action.RESET_GENERATION,
     },
     A.OFFSET_FETCH: {
         **_COORDINATOR,
         E.UNSTABLE_OFFSET_COMMIT: Action.RETRY,  # a transaction's commit is pending: ask again
+        E.STALE_MEMBER_EPOCH: Action.RETRY,  # KIP-848: asked again with the member's new epoch
         E.UNKNOWN_TOPIC_OR_PARTITION: Action.RAISE,
+        E.TOPIC_AUTHORIZATION_FAILED: Action.RAISE,
+    },
+    # KIP-848 (Java's ConsumerHeartbeatRequestManager): fenced -> the partitions are lost and the
+    # member joins again at epoch 0 with the same id; refusals are fatal; a topic refusal is raised
+    # once and the member goes on
+    A.CONSUMER_GROUP_HEARTBEAT: {
+        **_COORDINATOR,
+        E.FENCED_MEMBER_EPOCH: Action.RESET_GENERATION,
+        E.UNKNOWN_MEMBER_ID: Action.RESET_GENERATION,
+        E.UNRELEASED_INSTANCE_ID: Action.FATAL,
+        E.UNSUPPORTED_ASSIGNOR: Action.FATAL,
+        E.INVALID_REGULAR_EXPRESSION: Action.FATAL,
+        E.GROUP_MAX_SIZE_REACHED: Action.FATAL,
+        E.INVALID_REQUEST: Action.FATAL,
+        E.GROUP_ID_NOT_FOUND: Action.FATAL,
         E.TOPIC_AUTHORIZATION_FAILED: Action.RAISE,
     },
     A.FETCH: _PARTITION_DATA,
@@ -109,10 +130,35 @@ TABLES: dict[ApiKey, dict[ErrorCode, Action]] = {
                  E.TOPIC_AUTHORIZATION_FAILED: Action.RAISE, E.INVALID_TOPIC_EXCEPTION: Action.RAISE},
 }
 
+# A hint for a code on one API, where the code's general hint does not say what to do.
+API_HINTS: dict[tuple[ApiKey, ErrorCode], str] = {
+    (A.CONSUMER_GROUP_HEARTBEAT, E.UNSUPPORTED_VERSION):
+        "the cluster does not serve the consumer group protocol (KIP-848: Apache Kafka 4.0 or later, with "
+        "group.coordinator.rebalance.protocols including consumer); set group_protocol='classic' until it does",
+    (A.CONSUMER_GROUP_HEARTBEAT, E.UNSUPPORTED_ASSIGNOR):
+        "group_remote_assignor={group_remote_assignor!r} is not one of the broker's group.consumer.assignors "
+        "(Kafka's default: uniform, range); name one of them, or leave group_remote_assignor unset",
+    (A.CONSUMER_GROUP_HEARTBEAT, E.GROUP_MAX_SIZE_REACHED):
+        "the group has as many members as the broker's group.consumer.max.size allows (Kafka's default: "
+        "2147483647); stop another member of the group, or raise it on the broker",
+    (A.CONSUMER_GROUP_HEARTBEAT, E.UNRELEASED_INSTANCE_ID):
+        "group_instance_id={group_instance_id!r} is still held by another member that has not left; give each "
+        "consumer its own group_instance_id, or wait until the other has left",
+    (A.CONSUMER_GROUP_HEARTBEAT, E.INVALID_REGULAR_EXPRESSION):
+        "the pattern {pattern!r} is not a regular expression the broker accepts (Kafka compiles it with RE2/J); "
+        "see docs/consumer.md for what RE2/J accepts",
+    (A.CONSUMER_GROUP_HEARTBEAT, E.INVALID_REQUEST):
+        "the broker refused the heartbeat as invalid (a bug of groupclient's, or a broker that differs from "
+        "Kafka): please report it",
+    (A.CONSUMER_GROUP_HEARTBEAT, E.GROUP_ID_NOT_FOUND):
+        "the group is gone (deleted, or converted to a classic group); close the consumer",
+}
+
 # What an API does with a code it does not expect (Java: "unexpected error in ... response"); a
 # topic's unexpected code in Metadata is asked about again after the backoff, as Java's Metadata
 # does (it raises only TOPIC_AUTHORIZATION_FAILED and INVALID_TOPIC_EXCEPTION)
-DEFAULTS: dict[ApiKey, Action] = {A.HEARTBEAT: Action.RETRY, A.FIND_COORDINATOR: Action.RETRY,
+DEFAULTS: dict[ApiKey, Action] = {A.HEARTBEAT: Action.RETRY, A.CONSUMER_GROUP_HEARTBEAT: Action.RETRY,
+                                  A.FIND_COORDINATOR: Action.RETRY,
                                   A.LEAVE_GROUP: Action.RAISE, A.METADATA: Action.REFRESH_METADATA}
 
 # Explanations raised with fatal errors, so the user knows what to change: what the client sent
@@ -167,7 +213,8 @@ def error_for(code: int, api: ApiKey, what: str = "", sent: Mapping[str, object]
     where = what or api.name
     if action is Action.FATAL:
         error = known(code)
-        hint = FATAL_HINTS.get(error, "the broker refused this member") if error is not None else ""
+        hint = (API_HINTS.get((api, error)) or FATAL_HINTS.get(error, "the broker refused this member")
+                if error is not None else "")
         hint = hint.format_map(_Sent(sent or {}))
         return FatalGroupError(code, f"{where}: {hint}")
     if action in RETRIABLE_ACTIONS:

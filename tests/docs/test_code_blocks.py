@@ -66,6 +66,9 @@ RUNS: dict[str, Runner] = {
     # docs/consumer.md
     "docs/consumer.md: # from kafka import KafkaConsumer": Python(contexts.consuming("handle")),
     "docs/consumer.md: consumer = GroupConsumer(": Python(contexts.sasl_ssl),
+    "docs/consumer.md: from groupclient import GroupConsumer": Mirrored(
+        ("tests/integration/test_kafka_consumer_protocol.py::test_the_docs_example_runs_on_kafka",),
+        "the consumer protocol needs Kafka 4.1: run there"),
     # docs/coordinator.md
     "docs/coordinator.md: from groupclient.coordinator import EmbeddedCluster": Python(contexts.nothing),
     "docs/coordinator.md: groupclient coordinator --port 9092 --nodes 1 --data-dir DIR "

@@ -13,7 +13,10 @@ from tests.integration.peers import Peer, exclusive_cover, wait_until
 
 
 def new_topic(bootstrap: str, partitions: int) -> str:
-    topic = f"t-{uuid.uuid4().hex[:8]}"
+    return create_topic(bootstrap, f"t-{uuid.uuid4().hex[:8]}", partitions)
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> str:
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     admin.create_topics([NewTopic(topic, partitions, 1)])
     admin.close()

@@ -24,7 +24,7 @@ class Peer:
 
     def __init__(self, kind: str, bootstrap: str, group: str, topic: str, strategy: str = "range",
                  instance_id: str | None = None, client_id: str | None = None, session_ms: int = 6000,
-                 extra: list[str] | None = None) -> None:
+                 extra: list[str] | None = None, protocol: str = "classic") -> None:
         self.kind = kind
         self.name = client_id or f"{kind}-{os.urandom(2).hex()}"
         if kind == "java":
@@ -33,7 +33,7 @@ class Peer:
         else:
             program = [sys.executable, str(PEERS_DIR / SCRIPTS[kind])]
         cmd = [*program, "--bootstrap", bootstrap, "--group", group, "--topic", topic, "--strategy", strategy,
-               "--client-id", self.name, "--session-ms", str(session_ms)]
+               "--client-id", self.name, "--session-ms", str(session_ms), "--protocol", protocol]
         if instance_id:
             cmd += ["--instance-id", instance_id]
         cmd += extra or []

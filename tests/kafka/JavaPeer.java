@@ -42,17 +42,20 @@ public class JavaPeer {
         Properties p = new Properties();
         p.put("bootstrap.servers", args.get("bootstrap"));
         p.put("group.id", args.get("group"));
-        p.put("group.protocol", "classic");
+        String protocol = args.getOrDefault("protocol", "classic");
+        p.put("group.protocol", protocol);
         p.put("client.id", args.getOrDefault("client-id", "java-peer"));
         p.put("key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
         p.put("value.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
         p.put("auto.offset.reset", "earliest");
         p.put("enable.auto.commit", "false");
-        p.put("session.timeout.ms", String.valueOf(session));
-        p.put("heartbeat.interval.ms", String.valueOf(Math.max(session / 6, 100)));
         p.put("metadata.max.age.ms", "2000");
-        p.put("partition.assignment.strategy", Arrays.stream(args.getOrDefault("strategy", "range").split(","))
-            .map(ASSIGNORS::get).collect(Collectors.joining(",")));
+        if (protocol.equals("classic")) {  // under "consumer" the broker sets these (Java refuses them)
+            p.put("session.timeout.ms", String.valueOf(session));
+            p.put("heartbeat.interval.ms", String.valueOf(Math.max(session / 6, 100)));
+            p.put("partition.assignment.strategy", Arrays.stream(args.getOrDefault("strategy", "range").split(","))
+                .map(ASSIGNORS::get).collect(Collectors.joining(",")));
+        }
         if (args.containsKey("instance-id")) p.put("group.instance.id", args.get("instance-id"));
 
         KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p);

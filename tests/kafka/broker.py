@@ -147,7 +147,11 @@ class KafkaBroker:
             "offsets.topic.replication.factor=1", "offsets.topic.num.partitions=10",
             "transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1",
             "share.coordinator.state.topic.replication.factor=1", "share.coordinator.state.topic.min.isr=1",
-            "group.initial.rebalance.delay.ms=0", "auto.create.topics.enable=true", "num.partitions=1", "",
+            "group.initial.rebalance.delay.ms=0", "auto.create.topics.enable=true", "num.partitions=1",
+            # the consumer group protocol (KIP-848) at test speed: Kafka's defaults are a 5 s
+            # heartbeat interval and a 45 s session (a group may set its own within the bounds)
+            "group.consumer.min.heartbeat.interval.ms=500", "group.consumer.heartbeat.interval.ms=1000",
+            "group.consumer.min.session.timeout.ms=6000", "group.consumer.session.timeout.ms=10000", "",
         ]))
         return props
 

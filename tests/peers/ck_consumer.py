@@ -16,15 +16,17 @@ def main() -> int:
     install_stop_handlers()
     conf = {
         "bootstrap.servers": args.bootstrap, "group.id": args.group, "client.id": args.client_id,
-        "auto.offset.reset": "earliest", "enable.auto.commit": False,
-        "session.timeout.ms": args.session_ms, "heartbeat.interval.ms": max(args.session_ms // 6, 100),
-        "partition.assignment.strategy": args.strategy, "topic.metadata.refresh.interval.ms": 2000,
-        "broker.address.family": "v4",
+        "auto.offset.reset": "earliest", "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 2000,
+        "broker.address.family": "v4", "group.protocol": args.protocol,
     }
+    if args.protocol == "classic":
+        conf.update({"session.timeout.ms": args.session_ms, "heartbeat.interval.ms": max(args.session_ms // 6, 100),
+                     "partition.assignment.strategy": args.strategy})
     if args.instance_id:
         conf["group.instance.id"] = args.instance_id
     consumer = Consumer(conf)
-    cooperative = args.strategy == "cooperative-sticky"
+    # the consumer group protocol is incremental too: callbacks carry only what changes
+    cooperative = args.strategy == "cooperative-sticky" or args.protocol == "consumer"
     owned: set[int] = set()
 
     def on_assign(c, partitions):  # type: ignore[no-untyped-def]

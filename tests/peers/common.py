@@ -35,4 +35,5 @@ def peer_arguments(default_client_id: str) -> argparse.Namespace:
     parser.add_argument("--instance-id", default=None)
     parser.add_argument("--client-id", default=default_client_id)
     parser.add_argument("--session-ms", type=int, default=6000)
+    parser.add_argument("--protocol", default="classic", choices=["classic", "consumer"])
     return parser.parse_args()

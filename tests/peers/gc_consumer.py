@@ -25,6 +25,7 @@ def main() -> int:
                           ("--instance-id", None), ("--client-id", "gc-peer")):
         parser.add_argument(name, default=default, required=default is None and name != "--instance-id")
     parser.add_argument("--session-ms", type=int, default=6000)
+    parser.add_argument("--protocol", default="classic", choices=["classic", "consumer"])
     parser.add_argument("--max-poll-interval-ms", type=int, default=300000)
     parser.add_argument("--stall-after", type=int, default=-1)
     parser.add_argument("--stall-ms", type=int, default=0)
@@ -43,12 +44,15 @@ def main() -> int:
         def on_partitions_assigned(self, assigned):  # type: ignore[no-untyped-def]
             report("assigned", partitions=sorted(tp.partition for tp in consumer.assignment()), t=time.monotonic())
 
+    # under the consumer protocol the broker sets the session and the assignor
+    group_settings = {} if args.protocol == "consumer" else {
+        "session_timeout_ms": args.session_ms, "heartbeat_interval_ms": max(args.session_ms // 6, 100),
+        "partition_assignment_strategy": args.strategy.split(",")}
     consumer = GroupConsumer(
         bootstrap_servers=args.bootstrap, group_id=args.group, client_id=args.client_id,
         group_instance_id=args.instance_id, auto_offset_reset="earliest", enable_auto_commit=False,
-        session_timeout_ms=args.session_ms, heartbeat_interval_ms=max(args.session_ms // 6, 100),
-        max_poll_interval_ms=args.max_poll_interval_ms, partition_assignment_strategy=args.strategy.split(","),
-        metadata_max_age_ms=2000)
+        max_poll_interval_ms=args.max_poll_interval_ms, metadata_max_age_ms=2000,
+        group_protocol=args.protocol, **group_settings)
     consumer.subscribe([args.topic], listener=Listener())
     report("ready", pid=os.getpid())
     batches = 0

@@ -54,6 +54,9 @@ class ScriptedClient:
     def least_loaded_node(self) -> int | None:
         return 0
 
+    def version_for(self, node_id: int, api_key: int) -> int | None:
+        return CLIENT_MAX_VERSIONS.get(api_key)
+
     def ready(self, node: int) -> bool:
         return True
 

@@ -5,7 +5,7 @@ For each (API, code) the path runs on a scripted network whose first answer of t
 the code and whose later answers succeed; what the path then did (what it raised, whether it is
 fatal, what it sent next, the member's state) must be what the code's action means on that API.
 Every code Kafka has, plus one newer than this client, on each of: FindCoordinator, JoinGroup,
-SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch (the group's code and a partition's),
+SyncGroup, Heartbeat, ConsumerGroupHeartbeat, LeaveGroup, OffsetCommit, OffsetFetch (the group's code and a partition's),
 Fetch, ListOffsets and Metadata.
 """
 
@@ -407,11 +407,55 @@ def check(api: ApiKey, code: int, action: Action, o: Observed) -> None:
         else:
             assert action is A.REFRESH_METADATA, action
             assert o.raised is None and x["retry_soon"] and "t" not in x["topics"]
+    elif api == ApiKey.CONSUMER_GROUP_HEARTBEAT:
+        check_consumer_group_heartbeat(code, action, o)
     else:
         raise AssertionError(f"no path for {api!r}")
 
 
+def consumer_group_heartbeat(code: int) -> Observed:
+    """A stable consumer-protocol member's heartbeat answered ``code``, then the next one."""
+    from .test_consumer_member import ORDERS, Harness, answer
+
+    h = Harness()
+    h.join({ORDERS: [0]})
+    sent = len(h.heartbeats())
+    h.step(answer(1) if code == 0 else answer(0, error=code), advance_ms=1000)  # type: ignore[arg-type]
+    observed = Observed(fatal=h.member.fatal_error, raised=h.member.take_error())
+    x = observed.extra
+    x["state"], x["owned"] = h.member.member_state().value, h.subscription.assigned()
+    x["coordinator_unknown"] = h.member.coordinator_unknown()
+    h.step(answer(1, {ORDERS: [0]}), answer(1), advance_ms=1000)
+    x["next"] = [(r.member_epoch, r.topic_partitions is not None) for r in h.heartbeats()[sent + 1:]]
+    return observed
+
+
+def check_consumer_group_heartbeat(code: int, action: Action, o: Observed) -> None:
+    x = o.extra
+    owns = {TopicPartition("orders", 0)}
+    if action is A.FATAL:
+        assert isinstance(o.raised, FatalGroupError) and raised_code(o) == code and o.fatal is o.raised
+        assert x["state"] == "fatal" and x["owned"] == set() and x["next"] == []  # nothing more is sent
+        return
+    assert o.fatal is None
+    if action is A.NONE:
+        assert o.raised is None and x["state"] == "stable" and x["owned"] == owns
+        assert x["next"] == [(1, False)]  # only what changed: nothing
+    elif action is A.RESET_GENERATION:
+        assert o.raised is None and x["state"] == "joining" and x["owned"] == set()
+        assert x["next"][0] == (0, True)  # joins again at epoch 0, stating everything
+    elif action is A.RAISE:
+        assert isinstance(o.raised, RequestFailedError) and raised_code(o) == code
+        assert x["state"] == "stable" and x["owned"] == owns and x["next"][0] == (1, True)
+    else:
+        assert action in (A.RETRY, A.REDISCOVER), action
+        assert o.raised is None and x["state"] == "stable" and x["owned"] == owns
+        assert x["coordinator_unknown"] is (action is A.REDISCOVER)
+        assert x["next"][0] == (1, True)  # sent again, stating everything
+
+
 PATHS: dict[str, tuple[ApiKey, Callable[[int], Observed]]] = {
+    "ConsumerGroupHeartbeat": (ApiKey.CONSUMER_GROUP_HEARTBEAT, consumer_group_heartbeat),
     "FindCoordinator": (ApiKey.FIND_COORDINATOR, find_coordinator),
     "JoinGroup": (ApiKey.JOIN_GROUP, lambda code: joining(ApiKey.JOIN_GROUP, code)),
     "SyncGroup": (ApiKey.SYNC_GROUP, lambda code: joining(ApiKey.SYNC_GROUP, code)),

@@ -1,0 +1,537 @@
+"""A member of a consumer-protocol group (KIP-848): one request, ConsumerGroupHeartbeat, carries
+the member's subscription and what it owns; the answers carry its epoch, the heartbeat interval
+and its target assignment (the Java client's ``ConsumerMembershipManager`` and
+``ConsumerHeartbeatRequestManager``).
+
+There is no join barrier and no leader: the broker assigns.  The member owns a partition only once
+the broker has assigned it, gives up what the broker takes away before it says so (the
+application thread reconciles: :mod:`groupclient.consumer.reconciler`), and says so at once.
+
+Both threads run the methods here; one lock guards the state and every decision is one locked
+step, as in :class:`~groupclient.member.group_member.GroupMember`.  No user code and no future
+listener runs under the lock; the partitions are dropped (``on_ownership_lost``) after it is
+released.  See docs/design.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..clock import Clock, Timer
+from ..error_codes import ErrorCode, error_name
+from ..errors import BrokerError, DisconnectedError, FatalError, FatalGroupError
+from ..network.backoff import ExponentialBackoff
+from ..network.future import RequestFuture
+from ..network.transport import Transport
+from ..protocol.apis import ApiKey
+from ..protocol.consumer_group_heartbeat import (
+    JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
+)
+from ..protocol.error_table import Action, action_for, error_for
+from .consumer_member_state import IN_GROUP, ConsumerMemberState, check_transition
+from .coordinator_lookup import CoordinatorLookup
+from .member_state import MemberState as Phase
+from .types import Generation, GroupConfig, PartitionOwnership
+
+log = logging.getLogger("groupclient.member")
+
+S = ConsumerMemberState
+TopicIdPartitions = Mapping[uuid.UUID, frozenset[int]]
+NO_PARTITIONS: TopicIdPartitions = {}
+
+# the classic member's phases, for what kafka-python's API shows (group_metadata().state)
+_PHASE = {S.STABLE: Phase.STABLE, S.RECONCILING: Phase.COMPLETING_REBALANCE,
+          S.ACKNOWLEDGING: Phase.COMPLETING_REBALANCE, S.JOINING: Phase.PREPARING_REBALANCE}
+
+
+@dataclass(frozen=True)
+class Subscribed:
+    """What the member subscribes to: topic names, or a broker-side regular expression."""
+
+    topics: tuple[str, ...] = ()
+    regex: str | None = None
+
+
+@dataclass(frozen=True)
+class SentFields:
+    """What the last heartbeat the broker took said; a field equal to it is sent as "unchanged"."""
+
+    subscribed: Subscribed
+    owned: TopicIdPartitions
+    rebalance_timeout_ms: int
+
+
+@dataclass(frozen=True)
+class Target:
+    """A target assignment to reconcile: ``version`` grows with every new target."""
+
+    version: int
+    epoch: int
+    partitions: TopicIdPartitions
+
+
+class ConsumerGroupMember:
+    """One member of one consumer-protocol group, as both threads see it."""
+
+    def __init__(self, client: Transport, clock: Clock, config: GroupConfig, coordinator: CoordinatorLookup,
+                 ownership: PartitionOwnership, member_id: str, server_assignor: str | None = None,
+                 rack_id: str | None = None, rng: random.Random | None = None) -> None:
+        self.client = client
+        self.clock = clock
+        self.config = config
+        self.coordinator = coordinator
+        self.ownership = ownership
+        self.server_assignor = server_assignor
+        self.rack_id = rack_id
+        self.member_id = member_id  # the member's own, for the consumer's lifetime (KIP-1082)
+        self._lock = threading.Lock()
+        self.state = S.UNSUBSCRIBED
+        self.epoch = JOIN_EPOCH
+        self.interval_ms = 0  # the broker's; until the first answer, heartbeat at once
+        self._subscribed = Subscribed()
+        self._sent: SentFields | None = None  # None: the next heartbeat states every field
+        self._in_flight = False
+        self._next_at = 0
+        self._backoff = ExponentialBackoff(config.retry_backoff_ms, max(config.retry_backoff_ms, 1000))
+        self._failures = 0
+        self._rng = rng or random.Random(0)  # the consumer's: jitter of the retry only
+        self._last_poll = clock.monotonic_ms()
+        self.owned: TopicIdPartitions = NO_PARTITIONS  # reconciled: what the member owns, by topic id
+        self._target: Target | None = None
+        self._target_versions = 0
+        self._revoke_by: int | None = None  # the broker may fence the member from then on
+        self.fatal_error: BaseException | None = None
+        self._to_raise: BaseException | None = None  # raised once from poll()
+        self.join_reason = "initial join"
+        self.join_started_at = 0
+
+    # -- state ---------------------------------------------------------------------------
+    def _transition(self, target: ConsumerMemberState, why: str, level: int = logging.INFO) -> None:
+        """Callers hold the lock."""
+        if target is not self.state:
+            check_transition(self.state, target)
+            log.log(level, "group %s member %s epoch %d: %s -> %s (%s)", self.config.group_id, self.member_id,
+                    self.epoch, self.state.value, target.value, why)
+            self.state = target
+
+    def member_state(self) -> ConsumerMemberState:
+        with self._lock:
+            return self.state
+
+    def is_dynamic(self) -> bool:
+        return self.config.group_instance_id is None
+
+    def current_generation(self) -> Generation:
+        with self._lock:
+            return Generation(self.epoch, self.member_id, self.server_assignor)
+
+    def generation_and_state(self) -> tuple[Generation, Phase]:
+        with self._lock:
+            return Generation(self.epoch, self.member_id, self.server_assignor), _PHASE.get(self.state, Phase.UNJOINED)
+
+    def phase_name(self) -> str:
+        with self._lock:
+            return self.state.value
+
+    def generation_if_stable(self) -> Generation | None:
+        """The member id and epoch a commit carries: while the member has an epoch (the broker
+        checks it: STALE_MEMBER_EPOCH otherwise)."""
+        with self._lock:
+            if self.state in IN_GROUP and self.epoch > 0:
+                return Generation(self.epoch, self.member_id, self.server_assignor)
+            return None
+
+    def is_stable(self) -> bool:
+        with self._lock:
+            return self.state is S.STABLE
+
+    def rebalance_in_progress(self) -> bool:
+        with self._lock:
+            return self.state in (S.JOINING, S.RECONCILING, S.ACKNOWLEDGING)
+
+    def rebalance_timing(self) -> tuple[str, int, int]:
+        with self._lock:
+            return self.join_reason, self.join_started_at, self.join_started_at
+
+    def set_fatal(self, error: BaseException) -> None:
+        """Keep the first fatal error, raised once from poll() (called from any thread)."""
+        with self._lock:
+            if self.fatal_error is None:
+                self.fatal_error = self._to_raise = error
+
+    def note_failure(self, error: BaseException) -> None:
+        if isinstance(error, FatalError):
+            self.set_fatal(error)
+
+    def take_error(self) -> BaseException | None:
+        """What poll() raises now: a refusal, once (Java's ErrorEvent); None otherwise."""
+        with self._lock:
+            error, self._to_raise = self._to_raise, None
+            return error
+
+    # -- the coordinator -----------------------------------------------------------------
+    def coordinator_unknown(self) -> bool:
+        return self.coordinator.unknown()
+
+    def mark_coordinator_dead(self, reason: str) -> None:
+        self.coordinator.mark_dead(reason)
+
+    def ensure_coordinator_ready(self, timer: Timer) -> bool:
+        try:
+            return self.coordinator.ensure_ready(timer)
+        except FatalError as exc:
+            self.set_fatal(exc)
+            raise
+
+    def send_to_coordinator(self, request_cls: Any, response_cls: Any, build: Callable[[int], Any],
+                            timeout_ms: int | None = None, heartbeat: bool = False) -> RequestFuture[Any]:
+        return self.coordinator.send(request_cls, response_cls, build, timeout_ms, heartbeat)
+
+    def request_rejoin(self, reason: str) -> None:
+        """The classic protocol's rejoin has no counterpart here: the broker reassigns by itself
+        (Java's AsyncKafkaConsumer only logs, too)."""
+        log.debug("group %s: no rejoin under the consumer protocol (%s)", self.config.group_id, reason)
+
+    def reset_generation_if(self, sent: Generation, reason: str, keep_member_id: bool) -> None:
+        """A commit was answered "fenced" or "unknown member" in the epoch it was sent in: the
+        partitions may be others' already; drop them and join again at epoch 0 (same id)."""
+        with self._lock:
+            fenced = self.state in IN_GROUP and self.epoch == sent.generation_id
+            if fenced:
+                self._clear_assignment()
+                self._join(reason)
+        if fenced:
+            self.ownership.on_ownership_lost(reason)
+
+    def maybe_leave_group(self, reason: str,
+                          before_sending: Callable[[], None] | None = None) -> RequestFuture[None] | None:
+        """Leave (as :meth:`leave`), for the consumer's close path shared with the classic member."""
+        if before_sending is not None:
+            before_sending()
+        return self.leave(reason)
+
+    # -- the application thread's steps ----------------------------------------------------
+    def subscribe(self, subscribed: Subscribed | None, reason: str) -> None:
+        """The subscription changed (None: unsubscribed).  A member in the group sends it with its
+        next heartbeat; one out of it joins."""
+        with self._lock:
+            self._subscribed = subscribed or Subscribed()
+            if subscribed is not None and self.state in (S.UNSUBSCRIBED, S.STALE):
+                self._join(reason)
+
+    def _join(self, reason: str) -> None:
+        """Callers hold the lock: join with epoch 0, stating everything."""
+        self._transition(S.JOINING, reason)
+        self.epoch = JOIN_EPOCH
+        self._sent = None
+        self._next_at = 0
+        self.join_reason = reason
+        self.join_started_at = self.clock.monotonic_ms()
+
+    def poll_heartbeat(self, now: int) -> None:
+        """The application polls: the poll timer restarts, and a member that left because it did
+        not poll in time joins again (Java's ``maybeRejoinStaleMember``)."""
+        with self._lock:
+            self._last_poll = now
+            if self.state is S.STALE:
+                self._join("rejoining after poll() was not called within max_poll_interval_ms")
+
+    def target_to_reconcile(self) -> Target | None:
+        """The target assignment the application thread must reconcile now, if any."""
+        with self._lock:
+            return self._target if self.state is S.RECONCILING else None
+
+    def on_reconciled(self, target: Target, owned: TopicIdPartitions) -> None:
+        """The application thread owns ``owned`` of ``target`` now (all of it once every topic id
+        was resolved): acknowledge with the next heartbeat, at once."""
+        with self._lock:
+            if self.state is not S.RECONCILING or self._target is None or self._target.version != target.version:
+                return  # fenced, left, or a newer target came: that one is reconciled next
+            self.owned = dict(owned)
+            if _covers(target.partitions, self.owned):
+                self._revoke_by = None
+            self._transition(S.ACKNOWLEDGING, f"reconciled epoch {target.epoch}", logging.DEBUG)
+            self._next_at = 0
+
+    def leave(self, reason: str) -> RequestFuture[None] | None:
+        """Leave (close, unsubscribe): epoch -1, or -2 for a static member that comes back.  The
+        application thread has run the listener and dropped the partitions already."""
+        with self._lock:
+            if self.state not in IN_GROUP:
+                if self.state is not S.FATAL:
+                    self._transition(S.UNSUBSCRIBED, f"not in the group: {reason}", logging.DEBUG)
+                return None
+            self._transition(S.LEAVING, reason)
+            self._leave_fields()
+        if self.coordinator_unknown():
+            with self._lock:
+                self._transition(S.UNSUBSCRIBED, "left without a coordinator to tell")
+            return None
+        return self._send_heartbeat(self.clock.monotonic_ms())
+
+    def _leave_fields(self) -> None:
+        """Callers hold the lock."""
+        self.owned = NO_PARTITIONS
+        self._target = None
+        self._revoke_by = None
+        self.epoch = LEAVE_EPOCH if self.is_dynamic() else STATIC_LEAVE_EPOCH
+
+    # -- heartbeats (either thread) ----------------------------------------------------------
+    def heartbeat_enabled(self) -> bool:
+        with self._lock:
+            return self.state in IN_GROUP or self.state is S.LEAVING
+
+    def _due(self, now: int) -> bool:
+        """Callers hold the lock."""
+        if self._in_flight or not (self.state in IN_GROUP or self.state is S.LEAVING):
+            return False
+        return now >= self._next_at
+
+    def time_to_next_heartbeat(self, now: int) -> int:
+        with self._lock:
+            if self._in_flight:
+                return self.config.request_timeout_ms
+            return max(0, self._next_at - now)
+
+    def time_to_poll_timeout(self, now: int) -> int:
+        with self._lock:
+            return max(0, self._last_poll + self.config.rebalance_timeout_ms - now)
+
+    def send_heartbeat_if_due(self, now: int) -> RequestFuture[None] | None:
+        if self.coordinator_unknown():
+            return None
+        with self._lock:
+            if not self._due(now):
+                return None
+        return self._send_heartbeat(now)
+
+    def _request(self, version: int) -> tuple[dict[str, Any], SentFields | None]:
+        """Callers hold the lock: the heartbeat's fields and what they state (Java's
+        ``HeartbeatState``: everything when joining or after a failure, else what changed)."""
+        cfg = self.config
+        fields: dict[str, Any] = {"group_id": cfg.group_id, "member_id": self.member_id, "member_epoch": self.epoch,
+                                  "instance_id": cfg.group_instance_id}
+        if self.state is S.LEAVING:
+            return fields, None
+        full = self._sent is None or self.state is S.JOINING
+        sent = self._sent
+        subscribed = self._subscribed
+        if full or sent is None or sent.rebalance_timeout_ms != cfg.rebalance_timeout_ms:
+            fields["rebalance_timeout_ms"] = cfg.rebalance_timeout_ms
+        if full or sent is None or sent.subscribed.topics != subscribed.topics:
+            fields["subscribed_topic_names"] = list(subscribed.topics)
+        if version >= 1 and ((full and subscribed.regex is not None)
+                             or (sent is not None and sent.subscribed.regex != subscribed.regex)):
+            fields["subscribed_topic_regex"] = subscribed.regex if subscribed.regex is not None else ""
+        if self.server_assignor is not None and full:
+            fields["server_assignor"] = self.server_assignor
+        if self.state is S.JOINING and self.rack_id:
+            fields["rack_id"] = self.rack_id
+        owned = NO_PARTITIONS if self.state is S.JOINING else self.owned
+        if full or sent is None or sent.owned != owned:
+            fields["topic_partitions"] = [
+                ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=t, partitions=sorted(p))
+                for t, p in sorted(owned.items(), key=lambda item: item[0].bytes)]
+        return fields, SentFields(subscribed, owned, cfg.rebalance_timeout_ms)
+
+    def _send_heartbeat(self, sent_at: int) -> RequestFuture[None]:
+        """Decide what the heartbeat states (one locked step; the acknowledgement and the leave
+        count as done once it is on its way, as in Java), then send it outside the lock."""
+        coordinator = self.coordinator.connection
+        version = self.client.version_for(coordinator, ApiKey.CONSUMER_GROUP_HEARTBEAT) if coordinator is not None else None
+        with self._lock:
+            if self._subscribed.regex is not None and version == 0:
+                self._fail(FatalGroupError(ErrorCode.UNSUPPORTED_VERSION, (
+                    f"ConsumerGroupHeartbeat of group {self.config.group_id!r}: subscribe(pattern=...) under "
+                    "group_protocol='consumer' needs ConsumerGroupHeartbeat v1 (Kafka 4.0 or later) and this "
+                    "broker has only v0; subscribe to topic names, or set group_protocol='classic'")))
+                return RequestFuture.failed_with(self.fatal_error or RuntimeError("fatal"))
+            fields, stated = self._request(version if version is not None else 1)
+            sent_epoch = self.epoch
+            if self.state is S.ACKNOWLEDGING:
+                # a newer target that came meanwhile is reconciled next
+                done = self._target is not None and self._target.partitions == self.owned
+                self._transition(S.STABLE if done else S.RECONCILING, "acknowledged", logging.DEBUG)
+            elif self.state is S.LEAVING:
+                self._transition(S.UNSUBSCRIBED if self._last_poll_ok(sent_at) else S.STALE, "leave sent")
+            self._in_flight = True
+            self._next_at = sent_at + max(self.interval_ms, 1)
+
+        def build(version: int) -> Any:
+            if version < 1:
+                fields.pop("subscribed_topic_regex", None)
+            return ConsumerGroupHeartbeatRequest(version=version, **fields)
+
+        future = self.send_to_coordinator(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, build)
+        future.add_errback(self._heartbeat_failed)
+        handled: RequestFuture[None] = future.compose(
+            lambda r, f: self._handle_heartbeat(r, f, stated, sent_epoch, sent_at))
+        return handled.add_errback(self.note_failure)
+
+    def _last_poll_ok(self, now: int) -> bool:
+        """Callers hold the lock: whether the application polled within the poll interval."""
+        return now - self._last_poll < self.config.rebalance_timeout_ms
+
+    def _heartbeat_failed(self, exc: BaseException) -> None:
+        """The heartbeat got no answer (either thread): state everything next time, after the
+        backoff; a broker without the API is a refusal, named."""
+        fatal: BaseException | None = None
+        with self._lock:
+            self._in_flight = False
+            self._sent = None
+            self._failures += 1
+            self._next_at = self.clock.monotonic_ms() + self._backoff.backoff_ms(self._failures - 1, self._rng)
+            unsupported = isinstance(exc, BrokerError) and exc.code == ErrorCode.UNSUPPORTED_VERSION
+            if unsupported and self.state is not S.FATAL:
+                # the coordinator has no ConsumerGroupHeartbeat at all (before Kafka 3.7)
+                fatal = FatalGroupError(ErrorCode.UNSUPPORTED_VERSION, f"ConsumerGroupHeartbeat of group "
+                                        f"{self.config.group_id!r}: {_NO_CONSUMER_PROTOCOL}")
+                self._fail(fatal)
+        if fatal is not None:
+            self.ownership.on_ownership_lost(str(fatal))
+        if isinstance(exc, DisconnectedError):
+            self.mark_coordinator_dead(f"ConsumerGroupHeartbeat failed: {exc}")
+
+    def _fail(self, error: BaseException) -> None:
+        """Callers hold the lock: refused for good."""
+        self._transition(S.FATAL, str(error), logging.ERROR)
+        self.owned = NO_PARTITIONS
+        self._target = None
+        if self.fatal_error is None:
+            self.fatal_error = self._to_raise = error
+
+    def _handle_heartbeat(self, response: Any, future: RequestFuture[None], stated: SentFields | None,
+                          sent_epoch: int, sent_at: int) -> None:
+        error = response.error_code
+        action = action_for(error, ApiKey.CONSUMER_GROUP_HEARTBEAT)
+        now = self.clock.monotonic_ms()
+        lost = ""
+        raised: BrokerError | None = None
+        with self._lock:
+            self._in_flight = False
+            if action is Action.NONE:
+                self._failures = 0
+                self._took(response, stated, sent_epoch, sent_at, now)
+                return future.success(None)
+            self._sent = None  # after any error, the next heartbeat states everything (Java)
+            self._next_at = now + self._backoff.backoff_ms(self._failures, self._rng)
+            self._failures += 1
+            what = f"ConsumerGroupHeartbeat of group {self.config.group_id!r}"
+            detail = f" ({response.error_message})" if response.error_message else ""
+            raised = error_for(error, ApiKey.CONSUMER_GROUP_HEARTBEAT, what + detail, self._sent_settings())
+            if action is Action.RESET_GENERATION and self.state in IN_GROUP and sent_epoch == self.epoch:
+                # fenced: the partitions may be others' already; join again at epoch 0, same id
+                lost = f"the coordinator answered a heartbeat with {error_name(error)}"
+                self._clear_assignment()
+                self._join(lost)
+            elif action is Action.FATAL and self.state is not S.FATAL:
+                lost = str(raised)
+                self._fail(raised)
+            elif action is Action.REDISCOVER:
+                self._next_at = now
+            elif action is Action.RAISE:
+                self._to_raise = self._to_raise or raised
+        if lost:
+            self.ownership.on_ownership_lost(lost)
+        if action is Action.REDISCOVER:
+            self.mark_coordinator_dead(f"ConsumerGroupHeartbeat answered {error_name(error)}")
+        elif action is not Action.FATAL:
+            log.warning("group %s: heartbeat answered %s%s", self.config.group_id, error_name(error),
+                        f" ({response.error_message})" if response.error_message else "")
+        future.failure(raised)
+
+    def _sent_settings(self) -> dict[str, object]:
+        """Callers hold the lock: what a refusal's hint names."""
+        return {"group_remote_assignor": self.server_assignor or "the broker's default",
+                "pattern": self._subscribed.regex, "group_instance_id": self.config.group_instance_id}
+
+    def _clear_assignment(self) -> None:
+        """Callers hold the lock."""
+        self.owned = NO_PARTITIONS
+        self._target = None
+        self._revoke_by = None
+
+    def _took(self, response: Any, stated: SentFields | None, sent_epoch: int, sent_at: int, now: int) -> None:
+        """Callers hold the lock: a heartbeat answered without error."""
+        if self.state not in IN_GROUP or response.member_epoch < 0 or sent_epoch < 0:
+            return  # the answer to a leave, or to a heartbeat of a membership since left
+        if sent_epoch != self.epoch and sent_epoch != JOIN_EPOCH:
+            return  # sent before a fence: the heartbeat of the new join answers for the member
+        self.epoch = response.member_epoch
+        if response.heartbeat_interval_ms > 0 and response.heartbeat_interval_ms != self.interval_ms:
+            self.interval_ms = response.heartbeat_interval_ms
+        self._next_at = sent_at + max(self.interval_ms, 1)
+        if stated is not None:
+            self._sent = stated
+        if response.assignment is not None:
+            partitions = {tp.topic_id: frozenset(tp.partitions) for tp in response.assignment.topic_partitions
+                          if tp.partitions}
+            if self._target is None or self._target.partitions != partitions:
+                self._target_versions += 1
+                self._target = Target(self._target_versions, response.member_epoch, partitions)
+                if self.state is not S.JOINING:
+                    self.join_reason = f"new target assignment of epoch {response.member_epoch}"
+                    self.join_started_at = now
+                if not _covers(partitions, self.owned):
+                    # the broker fences a member that has not given these up within the
+                    # rebalance timeout, counted from when it took this heartbeat
+                    self._revoke_by = sent_at + self.config.rebalance_timeout_ms
+            elif self._target.epoch != response.member_epoch:
+                self._target = Target(self._target.version, response.member_epoch, self._target.partitions)
+        if self._target is None:
+            if self.state is S.JOINING:
+                return  # joined, no assignment yet: it comes with a later answer
+            return
+        if self.state in (S.JOINING, S.STABLE) and (self._target.partitions != self.owned or self.state is S.JOINING):
+            self._transition(S.RECONCILING, f"target assignment of epoch {self._target.epoch}")
+
+    # -- the ownership lease, the poll timeout --------------------------------------------------
+    def time_to_lease_end(self, now: int) -> int | None:
+        with self._lock:
+            return None if self._revoke_by is None else max(0, self._revoke_by - now)
+
+    def check_lease(self, now: int) -> bool:
+        """Partitions the broker asked back and the member did not give up within the rebalance
+        timeout may be others' now: drop them (all, the member is fenced by then).  True if it did."""
+        with self._lock:
+            if self._revoke_by is None or now < self._revoke_by or self.state not in IN_GROUP:
+                return False
+            self._revoke_by = None
+            reason = (f"the partitions the coordinator took away were not given up within the rebalance "
+                      f"timeout (max_poll_interval_ms={self.config.rebalance_timeout_ms}); they may belong to "
+                      "others now")
+        log.warning("group %s: %s", self.config.group_id, reason)
+        self.ownership.on_ownership_lost(reason)
+        return True
+
+    def leave_if_poll_timed_out(self, now: int, before_sending: Callable[[], None]) -> tuple[bool, RequestFuture[None] | None]:
+        """The heartbeat thread's poll-timeout step: a member whose application has not polled
+        within max_poll_interval_ms leaves (its partitions dropped first, as lost: no commit) and
+        joins again on its next poll()."""
+        with self._lock:
+            if self.state not in IN_GROUP or self._last_poll_ok(now):
+                return False, None
+            self._transition(S.LEAVING, "poll() was not called within max_poll_interval_ms", logging.WARNING)
+            self._leave_fields()
+        before_sending()
+        if self.coordinator_unknown():
+            with self._lock:
+                self._transition(S.STALE, "left without a coordinator to tell")
+            return True, None
+        return True, self._send_heartbeat(now)
+
+
+def _covers(target: TopicIdPartitions, owned: TopicIdPartitions) -> bool:
+    """Whether the target keeps every partition owned (nothing to give up)."""
+    return all(p <= target.get(t, frozenset()) for t, p in owned.items())
+
+
+_NO_CONSUMER_PROTOCOL = ("the cluster does not serve the consumer group protocol (KIP-848: Apache Kafka 4.0 "
+                         "or later, with group.coordinator.rebalance.protocols including consumer); set "
+                         "group_protocol='classic' until it does")

@@ -1,0 +1,362 @@
+"""The consumer group protocol's member (KIP-848) and the reconciliation on the application
+thread, over a scripted network and a fake clock: what each heartbeat states, the order of
+revoke / assign / acknowledge, and every error path of the heartbeat and of the commits."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kafka.protocol.consumer.group import OffsetCommitResponse
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
+
+from groupclient.clock import FakeClock, Timer
+from groupclient.consumer.assigned import AssignedPartitions
+from groupclient.consumer.commits import OffsetCommitter
+from groupclient.consumer.listener import ListenerCalls
+from groupclient.consumer.rebalance_events import RebalanceRecorder
+from groupclient.consumer.reconciler import Reconciler
+from groupclient.consumer.subscription import SubscriptionState
+from groupclient.error_codes import ErrorCode
+from groupclient.errors import FatalGroupError, RequestFailedError, RequestTimedOutError
+from groupclient.member.consumer_member import ConsumerGroupMember, Subscribed
+from groupclient.member.consumer_member_state import ConsumerMemberState as S
+from groupclient.member.coordinator_lookup import CoordinatorLookup
+from groupclient.member.types import GroupConfig
+from groupclient.network.metadata import MetadataSnapshot
+from groupclient.protocol.apis import ApiKey
+from groupclient.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse as Response
+from groupclient.structs import OffsetAndMetadata, TopicPartition
+
+from .scripted_network import ScriptedClient
+
+E = ErrorCode
+ORDERS, AUDIT, LATER = uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=3)
+CONFIG = GroupConfig("g", None, 45000, 60000, 3000, 100, 30000)
+MEMBER_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
+
+
+def tp(topic: str, partition: int) -> TopicPartition:
+    return TopicPartition(topic, partition)
+
+
+def find_ok(req: Any) -> Any:
+    C = FindCoordinatorResponse.Coordinator
+    return FindCoordinatorResponse(version=req.version, throttle_time_ms=0, coordinators=[
+        C(key="g", node_id=3, host="127.0.0.1", port=9093, error_code=0, error_message=None)])
+
+
+def answer(epoch: int, assignment: dict[uuid.UUID, list[int]] | None = None, error: ErrorCode = E.NONE,
+           interval: int = 1000, message: str | None = None) -> Any:
+    A = Response.Assignment
+    return Response(version=1, throttle_time_ms=0, error_code=int(error), error_message=message,
+                    member_id=MEMBER_ID if not error else None, member_epoch=epoch if not error else -1,
+                    heartbeat_interval_ms=interval if not error else 0,
+                    assignment=None if assignment is None else A(topic_partitions=[
+                        A.TopicPartitions(topic_id=t, partitions=p) for t, p in assignment.items()]))
+
+
+class Listener:
+    def __init__(self, calls: list[tuple[str, set[TopicPartition]]]) -> None:
+        self.calls = calls
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        self.calls.append(("revoked", set(revoked)))
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self.calls.append(("assigned", set(assigned)))
+
+    def on_partitions_lost(self, lost: set[TopicPartition]) -> None:
+        self.calls.append(("lost", set(lost)))
+
+
+class Harness:
+    """A member as GroupConsumer builds it under group_protocol='consumer'."""
+
+    def __init__(self, auto_commit: bool = False, config: GroupConfig = CONFIG, assignor: str | None = None,
+                 rack: str | None = None, regex: str | None = None) -> None:
+        self.clock = FakeClock()
+        self.net = ScriptedClient(self.clock)
+        self.net.metadata.snapshot = MetadataSnapshot(
+            brokers={0: ("127.0.0.1", 9092)}, leaders={"orders": {0: 0, 1: 0, 2: 0}, "audit": {0: 0}},
+            version=1, topic_ids={"orders": ORDERS, "audit": AUDIT})
+        self.net.on(ApiKey.FIND_COORDINATOR, find_ok)
+        self.answers: list[Any] = []  # what the next heartbeats are answered, in order
+        self.net.on(ApiKey.CONSUMER_GROUP_HEARTBEAT, lambda req: self.answers.pop(0) if self.answers else None)
+        self.commits: list[Any] = []
+        self.commit_answer: Callable[[Any], Any] = lambda req: commit_ok(req)
+        self.net.on(ApiKey.OFFSET_COMMIT, lambda req: self.commits.append(req) or self.commit_answer(req))
+        self.subscription = SubscriptionState("earliest")
+        self.subscription.subscribe({"orders", "audit"}, None)
+        self.member = ConsumerGroupMember(
+            self.net, self.clock, config, CoordinatorLookup(self.net, "g", config.retry_backoff_ms),
+            AssignedPartitions(self.subscription, lambda: None, "g"), MEMBER_ID, assignor, rack)
+        self.committer = OffsetCommitter(self.member, self.subscription, auto_commit, 5000)
+        self.calls: list[tuple[str, set[TopicPartition]]] = []
+        events = RebalanceRecorder()
+        self.listener_calls = ListenerCalls(observer=events.listener_called)
+        self.listener_calls.listener = Listener(self.calls)
+        self.reconciler = Reconciler(self.member, self.committer, self.subscription, self.net,  # type: ignore[arg-type]
+                                     self.listener_calls, events, lambda: None)
+        self.member.subscribe(Subscribed(("audit", "orders"), regex), "test")
+        assert self.member.ensure_coordinator_ready(Timer(self.clock, 1000))
+
+    def heartbeats(self) -> list[Any]:
+        return self.net.requests(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+
+    def step(self, *answers: Any, advance_ms: int = 0) -> None:
+        """What one poll() does: a due heartbeat, its answer, the reconciliation (and its ack)."""
+        self.answers.extend(answers)
+        self.clock.advance(advance_ms)
+        self.member.poll_heartbeat(self.clock.monotonic_ms())
+        self.member.check_lease(self.clock.monotonic_ms())
+        if self.member.coordinator_unknown():
+            self.member.ensure_coordinator_ready(Timer(self.clock, 1000))
+        self.member.send_heartbeat_if_due(self.clock.monotonic_ms())
+        self.net.deliver()
+        self.reconciler.reconcile(Timer(self.clock, 1000))
+        self.net.deliver()
+
+    def join(self, assignment: dict[uuid.UUID, list[int]]) -> None:
+        self.step(answer(1, assignment), answer(1))
+        assert self.member.member_state() is S.STABLE
+
+
+def commit_ok(req: Any, error: ErrorCode = E.NONE) -> Any:
+    T = OffsetCommitResponse.OffsetCommitResponseTopic
+    return OffsetCommitResponse(version=req.version, throttle_time_ms=0, topics=[
+        T(name=t.name, partitions=[T.OffsetCommitResponsePartition(partition_index=p.partition_index,
+                                                                     error_code=int(error)) for p in t.partitions])
+        for t in req.topics])
+
+
+def owned(request: Any) -> dict[uuid.UUID, list[int]] | None:
+    if request.topic_partitions is None:
+        return None
+    return {t.topic_id: list(t.partitions) for t in request.topic_partitions}
+
+
+# -- what each heartbeat states ---------------------------------------------------------------
+def test_the_join_states_everything_and_later_heartbeats_only_what_changed() -> None:
+    h = Harness(assignor="uniform", rack="r1")
+    h.step(answer(1, {ORDERS: [0, 1]}), answer(1))
+    join, ack = h.heartbeats()
+    assert (join.member_id, join.member_epoch, join.rebalance_timeout_ms) == (MEMBER_ID, 0, 60000)
+    assert (join.subscribed_topic_names, join.server_assignor, join.rack_id) == (["audit", "orders"], "uniform", "r1")
+    assert owned(join) == {}
+    # the acknowledgement goes at once (no clock moved), with what the member owns now
+    assert ack.member_epoch == 1 and owned(ack) == {ORDERS: [0, 1]}
+    assert (ack.subscribed_topic_names, ack.rebalance_timeout_ms, ack.server_assignor, ack.rack_id) == (None, -1, None, None)
+    assert h.calls == [("assigned", {tp("orders", 0), tp("orders", 1)})]
+    h.step(answer(1), advance_ms=1000)
+    plain = h.heartbeats()[-1]
+    assert (owned(plain), plain.subscribed_topic_names, plain.rebalance_timeout_ms) == (None, None, -1)
+    # a changed subscription goes with the next heartbeat, alone
+    h.member.subscribe(Subscribed(("orders",)), "subscription changed")
+    h.step(answer(1), advance_ms=1000)
+    assert (h.heartbeats()[-1].subscribed_topic_names, owned(h.heartbeats()[-1])) == (["orders"], None)
+
+
+def test_heartbeats_follow_the_interval_the_broker_sets() -> None:
+    h = Harness()
+    h.step(answer(1, {ORDERS: [0]}, interval=2500), answer(1, interval=2500))
+    sent = len(h.heartbeats())
+    h.step(advance_ms=2400)
+    assert len(h.heartbeats()) == sent
+    h.step(answer(1, interval=2500), advance_ms=100)
+    assert len(h.heartbeats()) == sent + 1
+
+
+def test_a_broker_side_regex_is_sent_on_join_and_only_then() -> None:
+    h = Harness(regex="ord.*")
+    h.step(answer(1, {ORDERS: [0]}), answer(1))
+    join, ack = h.heartbeats()
+    assert join.subscribed_topic_regex == "ord.*" and ack.subscribed_topic_regex is None
+
+
+# -- reconciliation ----------------------------------------------------------------------------
+def test_a_new_target_revokes_first_after_committing_then_assigns_then_acknowledges() -> None:
+    h = Harness(auto_commit=True)
+    h.join({ORDERS: [0, 1]})
+    h.subscription.seek(tp("orders", 0), 41)
+    assert h.subscription.mark_delivered(tp("orders", 0), 41, None)
+    h.step(answer(2, {ORDERS: [1, 2]}), answer(2), advance_ms=1000)
+    assert h.calls[1:] == [("revoked", {tp("orders", 0)}), ("assigned", {tp("orders", 2)})]
+    [commit] = h.commits
+    assert commit.generation_id_or_member_epoch == 2 and commit.member_id == MEMBER_ID  # the epoch checked
+    assert [p.committed_offset for t in commit.topics for p in t.partitions] == [42]
+    ack = h.heartbeats()[-1]
+    assert (ack.member_epoch, owned(ack)) == (2, {ORDERS: [1, 2]})
+    assert h.subscription.assigned() == {tp("orders", 1), tp("orders", 2)}
+    assert h.member.member_state() is S.STABLE
+
+
+def test_the_first_assignment_is_told_to_the_listener_even_when_empty() -> None:
+    h = Harness()
+    h.step(answer(1, {}), answer(1))
+    assert h.calls == [("assigned", set())] and h.member.member_state() is S.STABLE
+
+
+def test_a_topic_id_the_metadata_does_not_name_yet_waits_and_the_rest_goes_ahead() -> None:
+    h = Harness()
+    h.step(answer(1, {ORDERS: [0], LATER: [0, 1]}), answer(1))
+    assert h.calls == [("assigned", {tp("orders", 0)})]
+    assert owned(h.heartbeats()[-1]) == {ORDERS: [0]}
+    assert h.member.member_state() is S.RECONCILING
+    snapshot = h.net.metadata.snapshot
+    h.net.metadata.snapshot = MetadataSnapshot(
+        brokers=snapshot.brokers, leaders={**snapshot.leaders, "later": {0: 0, 1: 0}}, version=2,
+        topic_ids={**snapshot.topic_ids, "later": LATER})
+    h.step(answer(1))
+    assert h.calls[-1] == ("assigned", {tp("later", 0), tp("later", 1)})
+    assert owned(h.heartbeats()[-1]) == {ORDERS: [0], LATER: [0, 1]}
+    assert h.member.member_state() is S.STABLE
+
+
+# -- the heartbeat's errors --------------------------------------------------------------------
+@pytest.mark.parametrize("code", [E.FENCED_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID])
+def test_fenced_the_partitions_are_lost_at_once_and_the_member_joins_again_with_its_id(code: ErrorCode) -> None:
+    h = Harness()
+    h.join({ORDERS: [0, 1]})
+    h.answers.append(answer(0, error=code))
+    h.clock.advance(1000)
+    h.member.send_heartbeat_if_due(h.clock.monotonic_ms())
+    h.net.deliver()
+    assert h.subscription.assigned() == set()  # before the application polls: others may own them
+    h.step(answer(3, {ORDERS: [1]}), answer(3))
+    assert h.calls[1:] == [("lost", {tp("orders", 0), tp("orders", 1)}), ("assigned", {tp("orders", 1)})]
+    rejoin = h.heartbeats()[-2]
+    assert (rejoin.member_id, rejoin.member_epoch, owned(rejoin)) == (MEMBER_ID, 0, {})
+    assert rejoin.subscribed_topic_names == ["audit", "orders"] and rejoin.rebalance_timeout_ms == 60000
+
+
+@pytest.mark.parametrize("code, hint", [
+    (E.UNRELEASED_INSTANCE_ID, "is still held by another member"),
+    (E.UNSUPPORTED_ASSIGNOR, "group.consumer.assignors"),
+    (E.INVALID_REGULAR_EXPRESSION, "RE2/J"),
+    (E.GROUP_MAX_SIZE_REACHED, "group.consumer.max.size"),
+    (E.GROUP_AUTHORIZATION_FAILED, "ACL"),
+    (E.UNSUPPORTED_VERSION, "group_protocol='classic'"),
+    (E.INVALID_REQUEST, "please report it"),
+])
+def test_a_refusal_is_fatal_raised_once_and_nothing_more_is_sent(code: ErrorCode, hint: str) -> None:
+    h = Harness()
+    h.join({ORDERS: [0]})
+    h.step(answer(0, error=code, message="the broker's words"), advance_ms=1000)
+    error = h.member.take_error()
+    assert isinstance(error, FatalGroupError) and error.code == code
+    assert hint in str(error) and "the broker's words" in str(error), str(error)
+    assert h.member.take_error() is None  # once, as Java's ErrorEvent
+    assert h.member.member_state() is S.FATAL and h.subscription.assigned() == set()
+    sent = len(h.heartbeats())
+    h.step(answer(1), advance_ms=10_000)
+    assert len(h.heartbeats()) == sent
+
+
+def test_a_topic_refusal_is_raised_once_and_the_member_goes_on() -> None:
+    h = Harness()
+    h.join({ORDERS: [0]})
+    h.step(answer(0, error=E.TOPIC_AUTHORIZATION_FAILED), advance_ms=1000)
+    error = h.member.take_error()
+    assert isinstance(error, RequestFailedError) and error.code == E.TOPIC_AUTHORIZATION_FAILED
+    assert h.member.member_state() is S.STABLE and h.subscription.assigned() == {tp("orders", 0)}
+    h.step(answer(1), advance_ms=1000)
+    assert h.heartbeats()[-1].member_epoch == 1 and owned(h.heartbeats()[-1]) == {ORDERS: [0]}  # stated again
+
+
+@pytest.mark.parametrize("code", [E.NOT_COORDINATOR, E.COORDINATOR_NOT_AVAILABLE])
+def test_a_moved_coordinator_is_looked_up_again_and_told_everything(code: ErrorCode) -> None:
+    h = Harness()
+    h.join({ORDERS: [0]})
+    h.step(answer(0, error=code), advance_ms=1000)
+    assert h.member.coordinator_unknown()
+    assert h.member.ensure_coordinator_ready(Timer(h.clock, 1000))
+    h.step(answer(1))  # no backoff: at once
+    full = h.heartbeats()[-1]
+    assert (full.member_epoch, owned(full), full.subscribed_topic_names) == (1, {ORDERS: [0]}, ["audit", "orders"])
+
+
+def test_a_heartbeat_without_answer_is_retried_after_a_backoff_stating_everything() -> None:
+    h = Harness()
+    h.join({ORDERS: [0]})
+    h.step(RequestTimedOutError("no answer"), advance_ms=1000)
+    sent = len(h.heartbeats())
+    h.step(advance_ms=50)
+    assert len(h.heartbeats()) == sent  # backing off (retry_backoff_ms=100, 20% jitter)
+    h.step(answer(1), advance_ms=100)
+    assert len(h.heartbeats()) == sent + 1 and owned(h.heartbeats()[-1]) == {ORDERS: [0]}
+
+
+# -- leaving, the poll timeout, the lease --------------------------------------------------------
+@pytest.mark.parametrize("instance, epoch", [(None, -1), ("inst-1", -2)])
+def test_leaving_sends_epoch_minus_one_or_minus_two_for_a_static_member(instance: str | None, epoch: int) -> None:
+    h = Harness(config=GroupConfig("g", instance, 45000, 60000, 3000, 100, 30000))
+    h.join({ORDERS: [0]})
+    h.answers.append(answer(epoch))
+    future = h.member.leave("closing")
+    assert future is not None
+    h.net.deliver()
+    leave = h.heartbeats()[-1]
+    assert (leave.member_epoch, leave.instance_id) == (epoch, instance)
+    assert h.member.member_state() is S.UNSUBSCRIBED
+
+
+def test_a_member_that_did_not_poll_in_time_leaves_loses_its_partitions_and_rejoins_on_the_next_poll() -> None:
+    h = Harness()
+    h.join({ORDERS: [0, 1]})
+    dropped: list[str] = []
+    h.answers.append(answer(-1))
+    h.clock.advance(60_001)
+    left, future = h.member.leave_if_poll_timed_out(h.clock.monotonic_ms(), lambda: dropped.append("before"))
+    assert left and future is not None and dropped == ["before"]
+    h.net.deliver()
+    assert h.heartbeats()[-1].member_epoch == -1 and h.member.member_state() is S.STALE
+    h.step(answer(4, {ORDERS: [1]}), answer(4))  # the next poll
+    assert h.heartbeats()[-2].member_epoch == 0 and h.heartbeats()[-2].member_id == MEMBER_ID
+    assert h.member.member_state() is S.STABLE
+
+
+def test_partitions_not_given_up_within_the_rebalance_timeout_are_dropped() -> None:
+    h = Harness()
+    h.join({ORDERS: [0, 1]})
+    # the broker takes orders-0 back; the application does not reconcile (it is busy)
+    h.answers.append(answer(2, {ORDERS: [1]}))
+    h.clock.advance(1000)
+    h.member.send_heartbeat_if_due(h.clock.monotonic_ms())
+    h.net.deliver()
+    assert h.member.time_to_lease_end(h.clock.monotonic_ms()) == 60_000
+    h.clock.advance(59_999)
+    assert not h.member.check_lease(h.clock.monotonic_ms())
+    h.clock.advance(1)
+    assert h.member.check_lease(h.clock.monotonic_ms())
+    assert h.subscription.assigned() == set()
+
+
+# -- commits carry the member epoch ----------------------------------------------------------------
+def test_a_stale_member_epoch_commit_is_sent_again_with_the_new_epoch() -> None:
+    h = Harness()
+    h.join({ORDERS: [0]})
+
+    def stale_then_ok(req: Any) -> Any:
+        if len(h.commits) == 1:
+            # meanwhile a heartbeat brought a new epoch (same assignment)
+            h.answers.append(answer(2, {ORDERS: [0]}))
+            h.clock.advance(1000)
+            h.member.send_heartbeat_if_due(h.clock.monotonic_ms())
+            return commit_ok(req, E.STALE_MEMBER_EPOCH)
+        return commit_ok(req)
+
+    h.commit_answer = stale_then_ok
+    h.committer.commit_sync({tp("orders", 0): OffsetAndMetadata(5, "", None)}, Timer(h.clock, 10_000))
+    assert [c.generation_id_or_member_epoch for c in h.commits] == [1, 2]
+
+
+def test_a_commit_answered_fenced_loses_the_partitions_and_rejoins() -> None:
+    h = Harness()
+    h.join({ORDERS: [0]})
+    h.commit_answer = lambda req: commit_ok(req, E.FENCED_MEMBER_EPOCH)
+    with pytest.raises(Exception, match="FENCED_MEMBER_EPOCH"):
+        h.committer.commit_sync({tp("orders", 0): OffsetAndMetadata(5, "", None)}, Timer(h.clock, 10_000))
+    assert h.subscription.assigned() == set() and h.member.member_state() is S.JOINING
