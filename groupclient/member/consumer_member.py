@@ -466,7 +466,8 @@ class ConsumerGroupMember:
         self.epoch = response.member_epoch
         if response.heartbeat_interval_ms > 0 and response.heartbeat_interval_ms != self.interval_ms:
             self.interval_ms = response.heartbeat_interval_ms
-        self._next_at = sent_at + max(self.interval_ms, 1)
+        # an acknowledgement waiting for this answer goes at once, not an interval later
+        self._next_at = 0 if self.state is S.ACKNOWLEDGING else sent_at + max(self.interval_ms, 1)
         if stated is not None:
             self._sent = stated
         if response.assignment is not None:

@@ -193,6 +193,23 @@ def test_a_new_target_revokes_first_after_committing_then_assigns_then_acknowled
     assert h.member.member_state() is S.STABLE
 
 
+def test_an_acknowledgement_held_up_by_a_heartbeat_in_flight_goes_as_soon_as_its_answer_comes() -> None:
+    h = Harness()
+    h.join({ORDERS: [0, 1]})
+    h.answers.append(answer(2, {ORDERS: [1]}))
+    h.clock.advance(1000)
+    h.member.send_heartbeat_if_due(h.clock.monotonic_ms())
+    h.net.deliver()  # the new target came; the application has not reconciled yet
+    h.clock.advance(1000)
+    h.member.send_heartbeat_if_due(h.clock.monotonic_ms())  # the next interval's, held by the broker
+    h.reconciler.reconcile(Timer(h.clock, 1000))
+    assert h.member.member_state() is S.ACKNOWLEDGING and len(h.heartbeats()) == 4
+    h.answers.append(answer(2))
+    h.net.deliver()
+    h.member.send_heartbeat_if_due(h.clock.monotonic_ms())  # no time has passed
+    assert owned(h.heartbeats()[-1]) == {ORDERS: [1]} and h.member.member_state() is S.STABLE
+
+
 def test_the_first_assignment_is_told_to_the_listener_even_when_empty() -> None:
     h = Harness()
     h.step(answer(1, {}), answer(1))
