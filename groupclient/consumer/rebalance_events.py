@@ -11,6 +11,11 @@ that takes them away and the follow-up that hands them on).  What the event coun
 - ``revoked`` / ``lost`` / ``assigned``: what the listener was told during this rebalance (and
   partitions lost since the previous one), ``owned`` what the member holds afterwards.
 
+Under the consumer group protocol (``rebalance_protocol`` "consumer", KIP-848) one event is one
+target assignment reconciled; ``generation_id`` is the member epoch, ``join_ms`` the time from the
+join (or from the heartbeat answer that brought the target) to the reconciliation on the
+application thread, ``sync_ms`` the reconciliation itself (commit, listener, applying it).
+
 The recorder lives on the application thread (the one running ``poll()``): it is fed from the
 rebalance listener calls and from the consumer's join hooks, which all run there, so it needs
 no lock.  Callbacks run on that thread too, outside any lock; one that raises is logged and does
@@ -40,7 +45,7 @@ class RebalanceEvent:
     generation_id: int
     reason: str
     assignor: str
-    rebalance_protocol: str  # "eager" or "cooperative"
+    rebalance_protocol: str  # "eager", "cooperative", or "consumer" (KIP-848)
     revoked: frozenset[TopicPartition]
     lost: frozenset[TopicPartition]
     assigned: frozenset[TopicPartition]
@@ -63,13 +68,15 @@ class RebalanceEvent:
 
     def summary(self) -> str:
         """One line for a log: the reason, what moved, what is owned, and the timings."""
-        parts = [f"group {self.group_id} member {self.member_id} generation {self.generation_id} "
-                 f"({self.reason}):"]
+        consumer = self.rebalance_protocol == "consumer"
+        counter = "epoch" if consumer else "generation"
+        parts = [f"group {self.group_id} member {self.member_id} {counter} {self.generation_id} ({self.reason}):"]
         for name, partitions in (("revoked", self.revoked), ("lost", self.lost), ("assigned", self.assigned)):
             if partitions:
                 parts.append(f"{name} {_names(partitions)}")
-        parts.append(f"owns {len(self.owned)} partitions; {self.total_ms} ms "
-                     f"(revoke {self.revoke_ms}, join {self.join_ms}, sync {self.sync_ms})")
+        steps = (f"revoke {self.revoke_ms}, until reconciled {self.join_ms}, reconcile {self.sync_ms}" if consumer
+                 else f"revoke {self.revoke_ms}, join {self.join_ms}, sync {self.sync_ms}")
+        parts.append(f"owns {len(self.owned)} partitions; {self.total_ms} ms ({steps})")
         return " ".join(parts)
 
 

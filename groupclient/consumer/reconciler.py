@@ -57,7 +57,7 @@ class Reconciler:
         if target is None:
             return
         started = self.member.clock.monotonic_ms()
-        self.events.preparing(started)
+        self.events.preparing(self.member.rebalance_timing()[1])  # the event counts from the target's arrival
         assigned, unresolved = self._resolve(target)
         if unresolved:
             log.info("group %s: the metadata does not name topic ids %s yet; reconciling the rest",
@@ -88,7 +88,7 @@ class Reconciler:
         log.info("group %s epoch %d: assigned %s", self.group_id, target.epoch,
                  sorted(f"{tp.topic}-{tp.partition}" for tp in assigned))
         if not unresolved:
-            self._emit(target, assigned)
+            self._emit(target, assigned, started)
         # the acknowledgement goes now, not at the next interval
         self.member.send_heartbeat_if_due(self.member.clock.monotonic_ms())
 
@@ -121,10 +121,10 @@ class Reconciler:
         except Exception as exc:
             log.warning("group %s: the commit before reconciling failed: %s", self.group_id, exc)
 
-    def _emit(self, target: Target, assigned: set[TopicPartition]) -> None:
-        reason, started, _ = self.member.rebalance_timing()
+    def _emit(self, target: Target, assigned: set[TopicPartition], reconciling_since: int) -> None:
+        reason, arrived, _ = self.member.rebalance_timing()
         now = self.member.clock.monotonic_ms()
         generation = self.member.current_generation()
         self.events.emit(self.events.complete(
             self.group_id, generation.member_id, target.epoch, reason, self.member.server_assignor or "broker default",
-            "consumer", assigned, started, started, now, self.member.clock.wall_ms()))
+            "consumer", assigned, arrived, reconciling_since, now, self.member.clock.wall_ms()))

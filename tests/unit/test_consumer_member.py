@@ -95,7 +95,8 @@ class Harness:
             AssignedPartitions(self.subscription, lambda: None, "g"), MEMBER_ID, assignor, rack)
         self.committer = OffsetCommitter(self.member, self.subscription, auto_commit, 5000)
         self.calls: list[tuple[str, set[TopicPartition]]] = []
-        events = RebalanceRecorder()
+        self.events: list[Any] = []
+        events = RebalanceRecorder([self.events.append])
         self.listener_calls = ListenerCalls(observer=events.listener_called)
         self.listener_calls.listener = Listener(self.calls)
         self.reconciler = Reconciler(self.member, self.committer, self.subscription, self.net,  # type: ignore[arg-type]
@@ -208,6 +209,18 @@ def test_an_acknowledgement_held_up_by_a_heartbeat_in_flight_goes_as_soon_as_its
     h.net.deliver()
     h.member.send_heartbeat_if_due(h.clock.monotonic_ms())  # no time has passed
     assert owned(h.heartbeats()[-1]) == {ORDERS: [1]} and h.member.member_state() is S.STABLE
+
+
+def test_each_reconciled_target_is_a_rebalance_event_with_the_epoch_and_what_moved() -> None:
+    h = Harness()
+    h.join({ORDERS: [0, 1]})
+    h.step(answer(2, {ORDERS: [1], AUDIT: [0]}), answer(2), advance_ms=1000)
+    first, second = h.events
+    assert (first.rebalance_protocol, first.generation_id, first.reason) == ("consumer", 1, "test")
+    assert (second.generation_id, second.reason) == (2, "new target assignment of epoch 2")
+    assert second.revoked == {tp("orders", 0)} and second.assigned == {tp("audit", 0)}
+    assert second.owned == {tp("orders", 1), tp("audit", 0)}
+    assert "epoch 2" in second.summary() and "until reconciled" in second.summary()
 
 
 def test_the_first_assignment_is_told_to_the_listener_even_when_empty() -> None:

@@ -35,6 +35,14 @@ def test_options_are_converted_to_the_settings_types() -> None:
     assert config["enable_auto_commit"] is False and "max_records_per_trigger" not in config
 
 
+def test_the_group_protocol_passes_through_and_is_checked_on_the_driver() -> None:
+    _, config = parse_options({"topics": "t", "group.id": "g", "group.protocol": "consumer",
+                               "group.remote.assignor": "uniform"})
+    assert (config["group_protocol"], config["group_remote_assignor"]) == ("consumer", "uniform")
+    with pytest.raises(ConfigurationError, match="session_timeout_ms cannot be set when group_protocol='consumer'"):
+        parse_options({"topics": "t", "group.id": "g", "group.protocol": "consumer", "session.timeout.ms": "6000"})
+
+
 @pytest.mark.parametrize("options, message", [
     ({"group_id": "g"}, "needs the option 'topics'"),
     ({"topics": "t", "group_id": "g", "session_timeout_ms": "soon"}, "session_timeout_ms must be an integer"),
