@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -30,10 +31,30 @@ class BrokerProcess:
         return self.proc.pid
 
 
+def ephemeral_port_range() -> tuple[int, int]:
+    """The ports the kernel hands to outgoing connections (Linux's; its default elsewhere)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port nothing listens on, for a server started later, chosen below the kernel's ephemeral
+    range: a port the kernel handed out (bind to port 0) may be handed again to an outgoing
+    connection before the server binds it (Kafka's controller binds seconds after start)."""
+    low = ephemeral_port_range()[0]
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(10000, low) if low > 10000 else 0
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(s.getsockname()[1])
+    raise RuntimeError("no free port below the ephemeral range after 200 tries")
 
 
 def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 30) -> None:

@@ -18,6 +18,9 @@ group is Stable with 6 members each owning partitions, every partition owned by 
 nothing changed for a quiet period; (b) rolling restart of the 6 members (close one, start its
 replacement at once, same group_instance_id for static members, wait stable, next one).
 Rebalances = the coordinator's generation (DescribeGroups) at the end minus at the start.
+
+``--kafka`` runs benchmarks/kafka_downtime.py instead: the consumer group protocol (KIP-848) against
+the classic one on Apache Kafka 4.1 (its other options are passed on).
 """
 
 from __future__ import annotations
@@ -396,6 +399,10 @@ def plot(runs: list[Run], args: argparse.Namespace) -> None:
 
 
 def main() -> int:
+    if "--kafka" in sys.argv[1:]:
+        # the consumer group protocol (KIP-848) needs Apache Kafka: benchmarks/kafka_downtime.py
+        from benchmarks.kafka_downtime import main as on_kafka
+        return on_kafka([a for a in sys.argv[1:] if a != "--kafka"])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="restart 2 members, shorter quiet period")
     parser.add_argument("--out", default=None, help="write every run (with its event log) as JSON")

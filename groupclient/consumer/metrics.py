@@ -72,6 +72,8 @@ class WindowedStat:
 _LATENCY_NAMES = {
     ApiKey.FETCH: "fetch", ApiKey.OFFSET_COMMIT: "commit", ApiKey.JOIN_GROUP: "join",
     ApiKey.SYNC_GROUP: "sync", ApiKey.HEARTBEAT: "heartbeat",
+    # the consumer group protocol's heartbeat (KIP-848) counts as the heartbeat, as in Java
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: "heartbeat",
 }
 
 

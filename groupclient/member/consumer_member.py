@@ -42,6 +42,7 @@ from .types import Generation, GroupConfig, PartitionOwnership
 log = logging.getLogger("groupclient.member")
 
 S = ConsumerMemberState
+IN_FLIGHT_CHECK_MS = 50  # how often the heartbeat thread looks for the answer of a heartbeat in flight
 TopicIdPartitions = Mapping[uuid.UUID, frozenset[int]]
 NO_PARTITIONS: TopicIdPartitions = {}
 
@@ -294,9 +295,12 @@ class ConsumerGroupMember:
         return now >= self._next_at
 
     def time_to_next_heartbeat(self, now: int) -> int:
+        """Until the next heartbeat is due; while one is in flight, a short while: the heartbeat
+        thread must read its answer itself (a busy application does not poll), or no further
+        heartbeat would go out and the broker would fence the member after its session."""
         with self._lock:
             if self._in_flight:
-                return self.config.request_timeout_ms
+                return IN_FLIGHT_CHECK_MS
             return max(0, self._next_at - now)
 
     def time_to_poll_timeout(self, now: int) -> int:

@@ -104,6 +104,9 @@ TABLES: dict[ApiKey, dict[ErrorCode, Action]] = {
         **_COORDINATOR,
         E.UNSTABLE_OFFSET_COMMIT: Action.RETRY,  # a transaction's commit is pending: ask again
         E.STALE_MEMBER_EPOCH: Action.RETRY,  # KIP-848: asked again with the member's new epoch
+        # KIP-848 (v9): the member was fenced meanwhile; asked again as it is now (no member
+        # check while it rejoins, its new epoch after)
+        E.UNKNOWN_MEMBER_ID: Action.RETRY,
         E.UNKNOWN_TOPIC_OR_PARTITION: Action.RAISE,
         E.TOPIC_AUTHORIZATION_FAILED: Action.RAISE,
     },

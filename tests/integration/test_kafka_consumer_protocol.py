@@ -151,6 +151,39 @@ def test_a_refusal_is_raised_once_from_poll_with_what_to_do(kafka_broker: Any, s
         consumer.close()
 
 
+def test_a_member_busy_longer_than_the_session_keeps_its_partitions(kafka_broker: Any) -> None:
+    """The heartbeat thread keeps the member in the group while the application processes for
+    longer than the broker's session (10 s here) but within max_poll_interval_ms."""
+    bootstrap = kafka_broker.bootstrap
+    topic = external.new_topic(bootstrap, 2)
+    calls: list[str] = []
+
+    class Listener:
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            calls.append("assigned")
+
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            calls.append("revoked")
+
+        def on_partitions_lost(self, lost: Any) -> None:
+            calls.append("lost")
+
+    consumer = GroupConsumer(bootstrap_servers=bootstrap, group_id=group_name(), group_protocol="consumer",
+                             max_poll_interval_ms=60_000)
+    try:
+        consumer.subscribe([topic], listener=Listener())
+        deadline = time.monotonic() + 60
+        while len(consumer.assignment()) != 2 and time.monotonic() < deadline:
+            consumer.poll(100)
+        epoch = consumer.group_metadata().generation_id
+        time.sleep(13)  # busy: no poll() for longer than the session
+        consumer.poll(100)
+        assert calls == ["assigned"] and len(consumer.assignment()) == 2, calls
+        assert consumer.group_metadata().generation_id == epoch
+    finally:
+        consumer.close()
+
+
 def test_the_docs_example_runs_on_kafka(kafka_broker: Any) -> None:
     """The block "docs/consumer.md: from groupclient import GroupConsumer", as written but for the
     broker's address."""
@@ -173,6 +206,8 @@ def test_the_docs_example_runs_on_kafka(kafka_broker: Any) -> None:
         while consumer.group_metadata().phase != "stable" and time.monotonic() < deadline:
             consumer.poll(100)  # its acknowledgement may still wait for a heartbeat's answer
         assert consumer.group_metadata().phase == "stable" and consumer.group_metadata().generation_id > 0
+        coordinator = consumer.metrics()["consumer-coordinator-metrics"]
+        assert coordinator["heartbeat-total"] >= 2 and coordinator["rebalance-total"] >= 1, coordinator
     finally:
         consumer.close()
 

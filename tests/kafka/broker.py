@@ -88,8 +88,11 @@ def _random_cluster_id() -> str:
 class KafkaBroker:
     """Context manager: a formatted, running single-node KRaft broker on 127.0.0.1."""
 
-    def __init__(self, version: str = KAFKA_VERSION, start_timeout_s: float = 90) -> None:
+    def __init__(self, version: str = KAFKA_VERSION, start_timeout_s: float = 90,
+                 properties: dict[str, str] | None = None) -> None:
+        """``properties`` are added to (and override) the broker's server.properties."""
         self.version = version
+        self.properties = dict(properties or {})
         self.start_timeout_s = start_timeout_s
         self.port = free_port()
         self.controller_port = free_port()
@@ -151,7 +154,8 @@ class KafkaBroker:
             # the consumer group protocol (KIP-848) at test speed: Kafka's defaults are a 5 s
             # heartbeat interval and a 45 s session (a group may set its own within the bounds)
             "group.consumer.min.heartbeat.interval.ms=500", "group.consumer.heartbeat.interval.ms=1000",
-            "group.consumer.min.session.timeout.ms=6000", "group.consumer.session.timeout.ms=10000", "",
+            "group.consumer.min.session.timeout.ms=6000", "group.consumer.session.timeout.ms=10000",
+            *(f"{key}={value}" for key, value in self.properties.items()), "",
         ]))
         return props
 
