@@ -8,7 +8,9 @@ Run it (about 10 minutes here; ``python benchmarks/rebalance_downtime.py --kafka
 One Kafka 4.1.1 broker (KRaft, from tests/kafka/broker.py) per consumer heartbeat interval
 (``group.consumer.heartbeat.interval.ms`` 1000, then Kafka's default 5000); a topic of 42
 partitions, a producer appending steadily to every one; members are threads of this process, each
-its own consumer and poll loop, busy ``--work-ms`` (500) after every non-empty poll.  Ownership is
+its own consumer and poll loop, busy ``--work-ms`` (500) after every non-empty poll; members start at
+random moments within a second of each other (seeded), and the 7th at a random phase, so that
+heartbeats are not in step.  Ownership is
 what each member's rebalance callbacks say, stamped with time.monotonic().
 
 Configurations: groupclient ``group_protocol="consumer"`` and librdkafka (confluent-kafka)
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import random
 import shutil
 import statistics
 import sys
@@ -236,10 +239,22 @@ class Group:
         return run
 
 
+def start_spread(g: Group, count: int, rng: random.Random) -> list[Member]:
+    """Members started at random moments within a second, so that their heartbeats are not in step
+    (members started together would all heartbeat at once, which no real group does)."""
+    members = []
+    for i in range(count):
+        members.append(g.start(i))
+        time.sleep(rng.uniform(0, 1.0))
+    return members
+
+
 def scale_out(cfg: Config, bootstrap: str, args: argparse.Namespace) -> Run:
     g = Group(cfg, bootstrap, args)
-    g.members = [g.start(i) for i in range(6)]
+    rng = random.Random(f"{args.seed}-{g.group}")
+    g.members = start_spread(g, 6, rng)
     g.wait_settled()
+    time.sleep(rng.uniform(0, 1.0))  # the new member comes at a random phase of the others' heartbeats
     t0 = time.monotonic()
     g.members.append(g.start(6))
     return g.finish(Run("scale-out 6->7", cfg.name), t0, g.wait_settled())
@@ -247,7 +262,7 @@ def scale_out(cfg: Config, bootstrap: str, args: argparse.Namespace) -> Run:
 
 def rolling_restart(cfg: Config, bootstrap: str, args: argparse.Namespace) -> Run:
     g = Group(cfg, bootstrap, args)
-    g.members = [g.start(i) for i in range(6)]
+    g.members = start_spread(g, 6, random.Random(f"{args.seed}-{g.group}"))
     g.wait_settled()
     run, t0, ok = Run("rolling restart 6", cfg.name), time.monotonic(), True
     for i in range(args.restarts):
@@ -333,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=20, help="records/s per partition")
     parser.add_argument("--work-ms", type=int, default=500, help="busy time after each non-empty poll")
     parser.add_argument("--restarts", type=int, default=6)
-    parser.add_argument("--repeats", type=int, default=3, help="scale-outs per configuration (median reported)")
+    parser.add_argument("--repeats", type=int, default=5, help="scale-outs per configuration (median reported)")
+    parser.add_argument("--seed", default="0", help="of the members' start times")
     parser.add_argument("--quiet-s", type=float, default=1.0)
     parser.add_argument("--broker-log", default=None, help="keep the broker's log there")
     args = parser.parse_args(argv)

@@ -468,6 +468,9 @@ class ConsumerGroupMember:
         if sent_epoch != self.epoch and sent_epoch != JOIN_EPOCH:
             return  # sent before a fence: the heartbeat of the new join answers for the member
         self.epoch = response.member_epoch
+        if response.version == 0 and response.member_id and response.member_id != self.member_id:
+            # a broker of ConsumerGroupHeartbeat v0 (Kafka 3.7-3.9) may hand out its own id: use it
+            self.member_id = response.member_id
         if response.heartbeat_interval_ms > 0 and response.heartbeat_interval_ms != self.interval_ms:
             self.interval_ms = response.heartbeat_interval_ms
         # an acknowledgement waiting for this answer goes at once, not an interval later

@@ -170,6 +170,27 @@ def test_heartbeats_follow_the_interval_the_broker_sets() -> None:
     assert len(h.heartbeats()) == sent + 1
 
 
+def test_a_v0_broker_may_hand_out_the_member_id_and_the_member_uses_it() -> None:
+    h = Harness()
+    A = Response.Assignment
+    given = Response(version=0, throttle_time_ms=0, error_code=0, error_message=None, member_id="from-the-broker",
+                     member_epoch=1, heartbeat_interval_ms=1000, assignment=A(topic_partitions=[
+                         A.TopicPartitions(topic_id=ORDERS, partitions=[0])]))
+    h.step(given, answer(1))
+    assert h.heartbeats()[0].member_id == MEMBER_ID  # its own on the join, as Java 4's
+    assert h.heartbeats()[1].member_id == "from-the-broker"
+    assert h.member.current_generation().member_id == "from-the-broker"
+
+
+def test_a_regex_needs_v1_and_a_v0_broker_is_a_refusal_saying_so() -> None:
+    h = Harness(regex="ord.*")
+    h.net.version_for = lambda node, api: 0  # type: ignore[method-assign]
+    h.step()
+    error = h.member.take_error()
+    assert isinstance(error, FatalGroupError) and "needs ConsumerGroupHeartbeat v1" in str(error)
+    assert h.heartbeats() == [] and h.member.member_state() is S.FATAL
+
+
 def test_a_broker_side_regex_is_sent_on_join_and_only_then() -> None:
     h = Harness(regex="ord.*")
     h.step(answer(1, {ORDERS: [0]}), answer(1))
