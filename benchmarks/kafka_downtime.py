@@ -8,7 +8,9 @@ Run it (about 10 minutes here; ``python benchmarks/rebalance_downtime.py --kafka
 One Kafka 4.1.1 broker (KRaft, from tests/kafka/broker.py) per consumer heartbeat interval
 (``group.consumer.heartbeat.interval.ms`` 1000, then Kafka's default 5000); a topic of 42
 partitions, a producer appending steadily to every one; members are threads of this process, each
-its own consumer and poll loop, busy ``--work-ms`` (500) after every non-empty poll; members start at
+its own consumer and poll loop, busy uniform(0.5, 1.5) x ``--work-ms`` (500 ms on average) after every
+non-empty poll (a constant would keep members that got records from the same producer round in
+lockstep, so that all of them notice a rebalance at once: that flatters the classic protocol); members start at
 random moments within a second of each other (seeded), and the 7th at a random phase, so that
 heartbeats are not in step.  Ownership is
 what each member's rebalance callbacks say, stamped with time.monotonic().
@@ -69,6 +71,9 @@ class Member:
                  work_ms: int) -> None:
         self.cfg, self.bootstrap, self.group, self.topic, self.name = cfg, bootstrap, group, topic, name
         self.log, self.work_ms = log, work_ms
+        # busy uniform(0.5, 1.5) x work_ms per batch: members that all got records from the same
+        # producer round would otherwise stay in lockstep and all notice a rebalance at once
+        self.rng = random.Random(name)
         self.stopping = threading.Event()
         self.error = ""
         self.records = 0
@@ -111,7 +116,7 @@ class Member:
                 got = sum(len(b) for b in consumer.poll(timeout_ms=100).values())
                 self.records += got
                 if got and self.work_ms:
-                    time.sleep(self.work_ms / 1000)
+                    time.sleep(self.work_ms * self.rng.uniform(0.5, 1.5) / 1000)
         finally:
             consumer.close()
             self.log.record(self.name, "closed", [])
@@ -137,7 +142,7 @@ class Member:
                 got = len([m for m in consumer.consume(num_messages=500, timeout=0.1) if not m.error()])
                 self.records += got
                 if got and self.work_ms:
-                    time.sleep(self.work_ms / 1000)
+                    time.sleep(self.work_ms * self.rng.uniform(0.5, 1.5) / 1000)
         finally:
             consumer.close()
             self.log.record(self.name, "closed", [])
@@ -273,30 +278,48 @@ def rolling_restart(cfg: Config, bootstrap: str, args: argparse.Namespace) -> Ru
 
 
 def run_on_kafka(interval_ms: int, configs: list[Config], args: argparse.Namespace) -> list[Run]:
+    from kafka.errors import RequestTimedOutError
+
     from tests.kafka.broker import KafkaBroker
 
     properties = {"group.consumer.heartbeat.interval.ms": str(interval_ms),
                   "group.consumer.min.heartbeat.interval.ms": "500"}
     runs: list[Run] = []
-    with KafkaBroker(properties=properties).start() as broker:
-        try:
-            for scenario, fn in (("scale-out", scale_out), ("rolling", rolling_restart)):
-                if scenario not in args.scenarios:
-                    continue
-                # each scale-out is one rebalance: repeated, and the median reported
-                repeats = args.repeats if scenario == "scale-out" else 1
-                for _ in range(repeats):
-                    for cfg in configs:  # interleaved, so a slow stretch of the machine hits all alike
+    broker = KafkaBroker(properties=properties).start()
+    try:
+        for scenario, fn in (("scale-out", scale_out), ("rolling", rolling_restart)):
+            if scenario not in args.scenarios:
+                continue
+            # each scale-out is one rebalance: repeated, and the median reported
+            repeats = args.repeats if scenario == "scale-out" else 1
+            for _ in range(repeats):
+                for cfg in configs:  # interleaved, so a slow stretch of the machine hits all alike
+                    try:
                         run = fn(cfg, broker.bootstrap, args)
-                        run.config = f"{cfg.name} @{interval_ms // 1000} s" if cfg.protocol == "consumer" else cfg.name
-                        runs.append(run)
-                        print(f"  {run.scenario:18s} {run.config:28s} unowned {run.unowned:7.2f} p*s, settled "
-                              f"after {run.total_s:6.2f} s, {len(run.overlaps)} overlaps"
-                              + (f", errors {run.errors}" if run.errors else ""), flush=True)
-        finally:
-            if args.broker_log:
-                shutil.copy(broker.log_path, args.broker_log)
+                    except RequestTimedOutError as exc:
+                        # seen here under load: the broker's controller stops ("Unable to start
+                        # acceptor for CONTROLLER") and creates no more topics; a fresh broker goes on
+                        print(f"  the broker stopped creating topics ({exc.__class__.__name__}); starting a new one",
+                              flush=True)
+                        keep_log(broker, args)
+                        broker.close()
+                        broker = KafkaBroker(properties=properties).start()
+                        run = fn(cfg, broker.bootstrap, args)
+                    run.config = f"{cfg.name} @{interval_ms // 1000} s" if cfg.protocol == "consumer" else cfg.name
+                    runs.append(run)
+                    print(f"  {run.scenario:18s} {run.config:28s} unowned {run.unowned:7.2f} p*s, settled "
+                          f"after {run.total_s:6.2f} s, {len(run.overlaps)} overlaps"
+                          + (f", errors {run.errors}" if run.errors else ""), flush=True)
+    finally:
+        keep_log(broker, args)
+        broker.close()
     return runs
+
+
+def keep_log(broker: Any, args: argparse.Namespace) -> None:
+    if args.broker_log:
+        with open(args.broker_log, "ab") as kept:
+            kept.write(Path(broker.log_path).read_bytes())
 
 
 def report(runs: list[Run]) -> str:

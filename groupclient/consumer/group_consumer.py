@@ -28,7 +28,8 @@ from ..assignors.registry import resolve_assignors
 from ..clock import Clock, SystemClock, Timer
 from ..errors import ArgumentTypeError, CommitFailedError, ConfigurationError, IllegalStateError
 from ..member.any_member import AnyMember
-from ..member.consumer_member import ConsumerGroupMember, Subscribed
+from ..member.consumer_heartbeat_fields import Subscribed
+from ..member.consumer_member import ConsumerGroupMember
 from ..member.coordinator_lookup import CoordinatorLookup
 from ..member.group_member import GroupMember
 from ..member.heartbeat_thread import HeartbeatThread

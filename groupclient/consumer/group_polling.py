@@ -87,6 +87,7 @@ class GroupPolling(ConsumerParts):
             return True
         self._start_heartbeat_thread()
         member.send_heartbeat_if_due(self._clock.monotonic_ms())
+        member.ask_session_timeout(self._clock.monotonic_ms())
         reconciler.reconcile(timer)
         committer.maybe_auto_commit(self._clock.monotonic_ms())
         member.send_heartbeat_if_due(self._clock.monotonic_ms())

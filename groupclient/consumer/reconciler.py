@@ -17,7 +17,8 @@ import uuid
 from collections.abc import Callable
 
 from ..clock import Timer
-from ..member.consumer_member import ConsumerGroupMember, Target, TopicIdPartitions
+from ..member.consumer_heartbeat_fields import Target, TopicIdPartitions
+from ..member.consumer_member import ConsumerGroupMember
 from ..network.client import NetworkClient
 from ..structs import TopicPartition
 from .commits import OffsetCommitter

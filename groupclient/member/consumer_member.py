@@ -18,12 +18,10 @@ from __future__ import annotations
 import logging
 import random
 import threading
-import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
-from ..clock import Clock, Timer
+from ..clock import Clock
 from ..error_codes import ErrorCode, error_name
 from ..errors import BrokerError, DisconnectedError, FatalError, FatalGroupError
 from ..network.backoff import ExponentialBackoff
@@ -35,49 +33,27 @@ from ..protocol.consumer_group_heartbeat import (
 )
 from ..protocol.error_table import Action, action_for, error_for
 from .consumer_member_state import IN_GROUP, ConsumerMemberState, check_transition
+from .consumer_heartbeat_fields import (
+    NO_PARTITIONS, HeartbeatInputs, SentFields, Subscribed, Target, TopicIdPartitions, heartbeat_fields,
+)
+from .coordinated import Coordinated
 from .coordinator_lookup import CoordinatorLookup
+from .group_session import GroupSessionTimeout
 from .member_state import MemberState as Phase
 from .types import Generation, GroupConfig, PartitionOwnership
 
 log = logging.getLogger("groupclient.member")
 
 S = ConsumerMemberState
+SESSION_REFRESH_MS = 300_000  # how often the group's session timeout is asked again
 IN_FLIGHT_CHECK_MS = 50  # how often the heartbeat thread looks for the answer of a heartbeat in flight
-TopicIdPartitions = Mapping[uuid.UUID, frozenset[int]]
-NO_PARTITIONS: TopicIdPartitions = {}
 
 # the classic member's phases, for what kafka-python's API shows (group_metadata().state)
 _PHASE = {S.STABLE: Phase.STABLE, S.RECONCILING: Phase.COMPLETING_REBALANCE,
           S.ACKNOWLEDGING: Phase.COMPLETING_REBALANCE, S.JOINING: Phase.PREPARING_REBALANCE}
 
 
-@dataclass(frozen=True)
-class Subscribed:
-    """What the member subscribes to: topic names, or a broker-side regular expression."""
-
-    topics: tuple[str, ...] = ()
-    regex: str | None = None
-
-
-@dataclass(frozen=True)
-class SentFields:
-    """What the last heartbeat the broker took said; a field equal to it is sent as "unchanged"."""
-
-    subscribed: Subscribed
-    owned: TopicIdPartitions
-    rebalance_timeout_ms: int
-
-
-@dataclass(frozen=True)
-class Target:
-    """A target assignment to reconcile: ``version`` grows with every new target."""
-
-    version: int
-    epoch: int
-    partitions: TopicIdPartitions
-
-
-class ConsumerGroupMember:
+class ConsumerGroupMember(Coordinated):
     """One member of one consumer-protocol group, as both threads see it."""
 
     def __init__(self, client: Transport, clock: Clock, config: GroupConfig, coordinator: CoordinatorLookup,
@@ -107,6 +83,11 @@ class ConsumerGroupMember:
         self._target: Target | None = None
         self._target_versions = 0
         self._revoke_by: int | None = None  # the broker may fence the member from then on
+        # when the last heartbeat the broker answered was sent: the broker's session ran from later
+        self._proven_at: int | None = None
+        self.session = GroupSessionTimeout(
+            config.group_id, lambda request, response, build: self.send_to_coordinator(request, response, build),
+            SESSION_REFRESH_MS)
         self.fatal_error: BaseException | None = None
         self._to_raise: BaseException | None = None  # raised once from poll()
         self.join_reason = "initial join"
@@ -175,24 +156,6 @@ class ConsumerGroupMember:
         with self._lock:
             error, self._to_raise = self._to_raise, None
             return error
-
-    # -- the coordinator -----------------------------------------------------------------
-    def coordinator_unknown(self) -> bool:
-        return self.coordinator.unknown()
-
-    def mark_coordinator_dead(self, reason: str) -> None:
-        self.coordinator.mark_dead(reason)
-
-    def ensure_coordinator_ready(self, timer: Timer) -> bool:
-        try:
-            return self.coordinator.ensure_ready(timer)
-        except FatalError as exc:
-            self.set_fatal(exc)
-            raise
-
-    def send_to_coordinator(self, request_cls: Any, response_cls: Any, build: Callable[[int], Any],
-                            timeout_ms: int | None = None, heartbeat: bool = False) -> RequestFuture[Any]:
-        return self.coordinator.send(request_cls, response_cls, build, timeout_ms, heartbeat)
 
     def request_rejoin(self, reason: str) -> None:
         """The classic protocol's rejoin has no counterpart here: the broker reassigns by itself
@@ -315,35 +278,6 @@ class ConsumerGroupMember:
                 return None
         return self._send_heartbeat(now)
 
-    def _request(self, version: int) -> tuple[dict[str, Any], SentFields | None]:
-        """Callers hold the lock: the heartbeat's fields and what they state (Java's
-        ``HeartbeatState``: everything when joining or after a failure, else what changed)."""
-        cfg = self.config
-        fields: dict[str, Any] = {"group_id": cfg.group_id, "member_id": self.member_id, "member_epoch": self.epoch,
-                                  "instance_id": cfg.group_instance_id}
-        if self.state is S.LEAVING:
-            return fields, None
-        full = self._sent is None or self.state is S.JOINING
-        sent = self._sent
-        subscribed = self._subscribed
-        if full or sent is None or sent.rebalance_timeout_ms != cfg.rebalance_timeout_ms:
-            fields["rebalance_timeout_ms"] = cfg.rebalance_timeout_ms
-        if full or sent is None or sent.subscribed.topics != subscribed.topics:
-            fields["subscribed_topic_names"] = list(subscribed.topics)
-        if version >= 1 and ((full and subscribed.regex is not None)
-                             or (sent is not None and sent.subscribed.regex != subscribed.regex)):
-            fields["subscribed_topic_regex"] = subscribed.regex if subscribed.regex is not None else ""
-        if self.server_assignor is not None and full:
-            fields["server_assignor"] = self.server_assignor
-        if self.state is S.JOINING and self.rack_id:
-            fields["rack_id"] = self.rack_id
-        owned = NO_PARTITIONS if self.state is S.JOINING else self.owned
-        if full or sent is None or sent.owned != owned:
-            fields["topic_partitions"] = [
-                ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=t, partitions=sorted(p))
-                for t, p in sorted(owned.items(), key=lambda item: item[0].bytes)]
-        return fields, SentFields(subscribed, owned, cfg.rebalance_timeout_ms)
-
     def _send_heartbeat(self, sent_at: int) -> RequestFuture[None]:
         """Decide what the heartbeat states (one locked step; the acknowledgement and the leave
         count as done once it is on its way, as in Java), then send it outside the lock."""
@@ -356,7 +290,10 @@ class ConsumerGroupMember:
                     "group_protocol='consumer' needs ConsumerGroupHeartbeat v1 (Kafka 4.0 or later) and this "
                     "broker has only v0; subscribe to topic names, or set group_protocol='classic'")))
                 return RequestFuture.failed_with(self.fatal_error or RuntimeError("fatal"))
-            fields, stated = self._request(version if version is not None else 1)
+            fields, stated = heartbeat_fields(HeartbeatInputs(
+                self.state, self.config.group_id, self.member_id, self.epoch, self.config.group_instance_id,
+                self.config.rebalance_timeout_ms, self._subscribed, self.owned, self.server_assignor, self.rack_id,
+                self._sent), version if version is not None else 1)
             sent_epoch = self.epoch
             if self.state is S.ACKNOWLEDGING:
                 # a newer target that came meanwhile is reconciled next
@@ -468,6 +405,7 @@ class ConsumerGroupMember:
         if sent_epoch != self.epoch and sent_epoch != JOIN_EPOCH:
             return  # sent before a fence: the heartbeat of the new join answers for the member
         self.epoch = response.member_epoch
+        self._proven_at = sent_at
         if response.version == 0 and response.member_id and response.member_id != self.member_id:
             # a broker of ConsumerGroupHeartbeat v0 (Kafka 3.7-3.9) may hand out its own id: use it
             self.member_id = response.member_id
@@ -500,20 +438,47 @@ class ConsumerGroupMember:
             self._transition(S.RECONCILING, f"target assignment of epoch {self._target.epoch}")
 
     # -- the ownership lease, the poll timeout --------------------------------------------------
-    def time_to_lease_end(self, now: int) -> int | None:
+    def ask_session_timeout(self, now: int) -> None:
+        """Learn the group's session timeout once in the group (application thread)."""
         with self._lock:
-            return None if self._revoke_by is None else max(0, self._revoke_by - now)
+            joined = self.state in IN_GROUP and self.epoch > 0
+        if joined:
+            self.session.maybe_ask(now)
+
+    def _session_end(self, session_ms: int | None) -> int | None:
+        """Callers hold the lock: when the broker may have expired the member's session, if known."""
+        if session_ms is None or self._proven_at is None or self.state not in IN_GROUP or not self.owned:
+            return None
+        return self._proven_at + session_ms
+
+    def time_to_lease_end(self, now: int) -> int | None:
+        session_ms = self.session.timeout_ms
+        with self._lock:
+            ends = [t for t in (self._revoke_by, self._session_end(session_ms)) if t is not None]
+        return max(0, min(ends) - now) if ends else None
 
     def check_lease(self, now: int) -> bool:
-        """Partitions the broker asked back and the member did not give up within the rebalance
-        timeout may be others' now: drop them (all, the member is fenced by then).  True if it did."""
+        """The broker may have given the partitions away: drop them, now.  Either the partitions it
+        asked back were not given up within the rebalance timeout (the member is fenced by then), or
+        no heartbeat was answered within the group's session timeout (the member is expired by then:
+        it joins again at epoch 0, as after a fence).  True if it dropped them."""
+        session_ms = self.session.timeout_ms
         with self._lock:
-            if self._revoke_by is None or now < self._revoke_by or self.state not in IN_GROUP:
+            if self.state not in IN_GROUP:
                 return False
-            self._revoke_by = None
-            reason = (f"the partitions the coordinator took away were not given up within the rebalance "
-                      f"timeout (max_poll_interval_ms={self.config.rebalance_timeout_ms}); they may belong to "
-                      "others now")
+            session_end = self._session_end(session_ms)
+            if session_end is not None and now >= session_end:
+                reason = (f"no heartbeat was answered within the group's session timeout ({session_ms} ms, "
+                          f"consumer.session.timeout.ms); the partitions may belong to others now")
+                self._clear_assignment()
+                self._join(reason)
+            elif self._revoke_by is not None and now >= self._revoke_by:
+                self._revoke_by = None
+                reason = (f"the partitions the coordinator took away were not given up within the rebalance "
+                          f"timeout (max_poll_interval_ms={self.config.rebalance_timeout_ms}); they may belong to "
+                          "others now")
+            else:
+                return False
         log.warning("group %s: %s", self.config.group_id, reason)
         self.ownership.on_ownership_lost(reason)
         return True

@@ -18,13 +18,14 @@ from typing import Any
 
 from kafka.protocol.consumer.group import HeartbeatRequest, HeartbeatResponse, LeaveGroupRequest, LeaveGroupResponse
 
-from ..clock import Clock, Timer
+from ..clock import Clock
 from ..error_codes import ErrorCode, error_name
 from ..errors import BrokerError, FatalError
 from ..network.future import RequestFuture
 from ..network.transport import Transport
 from ..protocol.apis import ApiKey
 from ..protocol.error_table import Action, action_for, error_for
+from .coordinated import Coordinated
 from .coordinator_lookup import CoordinatorLookup
 from .heartbeat import Heartbeat
 from .member_state import MemberState, check_member_transition
@@ -33,7 +34,7 @@ from .types import NO_GENERATION, Generation, GroupConfig, PartitionOwnership
 log = logging.getLogger("groupclient.member")
 
 
-class GroupMember:
+class GroupMember(Coordinated):
     """One member of one group, as both threads see it (see the module's docstring)."""
 
     def __init__(self, client: Transport, clock: Clock, config: GroupConfig, coordinator: CoordinatorLookup,
@@ -140,26 +141,6 @@ class GroupMember:
     def generation_if_stable(self) -> Generation | None:
         with self._lock:
             return self.generation if self.state is MemberState.STABLE else None
-
-    # -- the coordinator -----------------------------------------------------------------
-    def coordinator_unknown(self) -> bool:
-        return self.coordinator.unknown()
-
-    def mark_coordinator_dead(self, reason: str) -> None:
-        self.coordinator.mark_dead(reason)
-
-    def ensure_coordinator_ready(self, timer: Timer) -> bool:
-        """Find the coordinator and connect to it within the timer; a fatal answer (group
-        authorization...) is kept for every later poll() and raised."""
-        try:
-            return self.coordinator.ensure_ready(timer)
-        except FatalError as exc:
-            self.set_fatal(exc)
-            raise
-
-    def send_to_coordinator(self, request_cls: Any, response_cls: Any, build: Callable[[int], Any],
-                            timeout_ms: int | None = None, heartbeat: bool = False) -> RequestFuture[Any]:
-        return self.coordinator.send(request_cls, response_cls, build, timeout_ms, heartbeat)
 
     # -- the join sequence's steps (each one locked step; see join.py) -----------------------
     def begin_join(self) -> tuple[str, int, Generation]:

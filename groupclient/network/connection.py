@@ -54,6 +54,8 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     ApiKey.OFFSET_FETCH: 9, ApiKey.FETCH: 12, ApiKey.LIST_OFFSETS: 7,
     # the consumer group protocol (KIP-848); v1 carries the broker-side regex and the member's own id
     ApiKey.CONSUMER_GROUP_HEARTBEAT: 1,
+    # the group's session timeout under the consumer protocol (member/group_session.py)
+    ApiKey.DESCRIBE_CONFIGS: 4,
     # the admin client's (groupclient groups ...)
     ApiKey.DESCRIBE_GROUPS: 6, ApiKey.LIST_GROUPS: 5,
     # authentication (before READY)

@@ -43,6 +43,8 @@ RUNS: dict[str, Runner] = {
     "[--timeout-s 120] [--seed 0]": Synopsis(),
     "docs/assignors.md: nice -n 5 python benchmarks/rebalance_downtime.py --out results.json "
     "--plot docs/rebalance_timeline.png": Synopsis(),
+    "docs/assignors.md: nice -n 5 python benchmarks/kafka_downtime.py --out kafka-downtime.json "
+    "--plot docs/kip848_timeline.png": Synopsis(),
     # docs/cli.md
     "docs/cli.md: groupclient [--version] [--help] COMMAND ...": Synopsis(),
     "docs/cli.md: $ groupclient --version": Transcript(),

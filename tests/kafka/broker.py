@@ -155,6 +155,9 @@ class KafkaBroker:
             # heartbeat interval and a 45 s session (a group may set its own within the bounds)
             "group.consumer.min.heartbeat.interval.ms=500", "group.consumer.heartbeat.interval.ms=1000",
             "group.consumer.min.session.timeout.ms=6000", "group.consumer.session.timeout.ms=10000",
+            # a starved machine (the benchmarks, a busy CI host) must not cost the single voter its
+            # leadership: a controller activated again fails to bind its port and stops for good
+            "controller.quorum.election.timeout.ms=5000", "controller.quorum.fetch.timeout.ms=30000",
             *(f"{key}={value}" for key, value in self.properties.items()), "",
         ]))
         return props

@@ -86,6 +86,8 @@ class ScriptedClient:
         while progress:
             progress = False
             for s in list(self.pending):
+                if s not in self.pending:
+                    continue  # failed meanwhile by an answer before it (a disconnect)
                 responder = self.responders.get(s.request.API_KEY)
                 if responder is None:
                     continue

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from kafka.protocol.admin.configs import DescribeConfigsResponse
 from kafka.protocol.consumer.group import OffsetCommitResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
 
@@ -21,7 +22,8 @@ from groupclient.consumer.reconciler import Reconciler
 from groupclient.consumer.subscription import SubscriptionState
 from groupclient.error_codes import ErrorCode
 from groupclient.errors import FatalGroupError, RequestFailedError, RequestTimedOutError
-from groupclient.member.consumer_member import ConsumerGroupMember, Subscribed
+from groupclient.member.consumer_heartbeat_fields import Subscribed
+from groupclient.member.consumer_member import ConsumerGroupMember
 from groupclient.member.consumer_member_state import ConsumerMemberState as S
 from groupclient.member.coordinator_lookup import CoordinatorLookup
 from groupclient.member.types import GroupConfig
@@ -116,6 +118,7 @@ class Harness:
         if self.member.coordinator_unknown():
             self.member.ensure_coordinator_ready(Timer(self.clock, 1000))
         self.member.send_heartbeat_if_due(self.clock.monotonic_ms())
+        self.member.ask_session_timeout(self.clock.monotonic_ms())
         self.net.deliver()
         self.reconciler.reconcile(Timer(self.clock, 1000))
         self.net.deliver()
@@ -383,6 +386,59 @@ def test_partitions_not_given_up_within_the_rebalance_timeout_are_dropped() -> N
     h.clock.advance(1)
     assert h.member.check_lease(h.clock.monotonic_ms())
     assert h.subscription.assigned() == set()
+
+
+def session_config(value: str | None, error: ErrorCode = E.NONE) -> Callable[[Any], Any]:
+    R = DescribeConfigsResponse.DescribeConfigsResult
+
+    def respond(req: Any) -> Any:
+        [resource] = req.resources
+        assert (resource.resource_type, resource.resource_name) == (32, "g")
+        assert list(resource.configuration_keys) == ["consumer.session.timeout.ms"]
+        configs = [] if value is None else [R.DescribeConfigsResourceResult(
+            name="consumer.session.timeout.ms", value=value, read_only=False, config_source=5, is_sensitive=False,
+            synonyms=[], config_type=3, documentation=None)]
+        return DescribeConfigsResponse(version=req.version, throttle_time_ms=0, results=[R(
+            error_code=int(error), error_message="not allowed" if error else "", resource_type=32, resource_name="g",
+            configs=configs)])
+    return respond
+
+
+def test_a_member_no_heartbeat_answered_within_the_groups_session_drops_its_partitions_and_rejoins() -> None:
+    h = Harness()
+    h.net.on(ApiKey.DESCRIBE_CONFIGS, session_config("10000"))
+    h.join({ORDERS: [0, 1]})
+    h.step(answer(1), advance_ms=1000)  # the next poll asks for the group's session timeout
+    assert h.member.session.timeout_ms == 10000
+    proven = h.clock.monotonic_ms()  # the heartbeat sent now was the last one answered
+    # the coordinator stops answering (a network partition): every heartbeat times out
+    h.net.on(ApiKey.CONSUMER_GROUP_HEARTBEAT, lambda req: RequestTimedOutError("no answer"))
+    while h.clock.monotonic_ms() < proven + 9_900:
+        h.step(advance_ms=100)
+        assert h.subscription.assigned() == {tp("orders", 0), tp("orders", 1)}
+    assert h.member.time_to_lease_end(h.clock.monotonic_ms()) == 100
+    h.step(advance_ms=100)
+    assert h.subscription.assigned() == set() and h.member.member_state() is S.JOINING
+    h.reconciler.reconcile(Timer(h.clock, 0))
+    assert h.calls[-1] == ("lost", {tp("orders", 0), tp("orders", 1)})
+
+
+@pytest.mark.parametrize("answer_config", [session_config(None, E.CLUSTER_AUTHORIZATION_FAILED), None])
+def test_without_the_session_timeout_the_member_keeps_its_partitions_and_says_why_once(
+        answer_config: Callable[[Any], Any] | None, caplog: pytest.LogCaptureFixture) -> None:
+    h = Harness()
+    if answer_config is not None:
+        h.net.on(ApiKey.DESCRIBE_CONFIGS, answer_config)
+    else:  # a broker without DescribeConfigs of groups
+        h.net.on(ApiKey.DESCRIBE_CONFIGS, lambda req: FatalGroupError(E.UNSUPPORTED_VERSION, "does not serve"))
+    with caplog.at_level("INFO", logger="groupclient.member"):
+        h.join({ORDERS: [0]})
+        h.net.on(ApiKey.CONSUMER_GROUP_HEARTBEAT, lambda req: RequestTimedOutError("no answer"))
+        for _ in range(10):
+            h.step(advance_ms=60_000)  # asked again every 5 minutes
+    assert h.member.session.timeout_ms is None and h.member.time_to_lease_end(h.clock.monotonic_ms()) is None
+    assert h.subscription.assigned() == {tp("orders", 0)} and h.member.take_error() is None
+    assert caplog.text.count("the session timeout (consumer.session.timeout.ms) could not be asked") == 1
 
 
 # -- commits carry the member epoch ----------------------------------------------------------------
