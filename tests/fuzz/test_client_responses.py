@@ -27,6 +27,7 @@ from groupclient.protocol.decoding import MalformedMessage, check_nulls
 from tests.fuzz.budget import fuzz_settings
 from tests.fuzz.client import MAX_RESPONSE_BYTES, MemoryIO, faults, ready_connection
 from tests.memory_broker import take_requests
+from tests.fuzz.client_apis import classes
 from tests.fuzz.schema import encode_response, messages
 
 CASES = [pytest.param(ApiKey(key), version, id=f"{ApiKey(key).name}-v{version}")
@@ -37,8 +38,8 @@ EXAMPLES = 6  # per API version: ~110 of them
 def send(conn: BrokerConnection, io: MemoryIO, key: ApiKey, version: int) -> tuple[Any, int]:
     """A request of ``key`` at ``version`` (all fields at their defaults) written out; its future
     and correlation id."""
-    spec = API_SPECS[key]
-    future = conn.send(spec.request(version=version), spec.response, 0)
+    request, response = classes(key)
+    future = conn.send(request(version=version), response, 0)
     conn.on_writable(0)
     (api_key, sent_version, correlation_id), = take_requests(io.stream)
     assert (api_key, sent_version) == (key, version)
@@ -72,10 +73,8 @@ def as_sent(key: ApiKey, response: Any) -> Any:
 
 @pytest.mark.parametrize("key, version", CASES)
 def test_every_answer_is_read_or_refused_with_a_protocol_error(key: ApiKey, version: int) -> None:
-    spec = API_SPECS[key]
-
     @fuzz_settings(EXAMPLES)
-    @given(response=messages(spec.response, version), data=st.data())
+    @given(response=messages(classes(key)[1], version), data=st.data())
     def run(response: Any, data: st.DataObject) -> None:
         io = MemoryIO()
         conn = ready_connection(io)
@@ -164,10 +163,10 @@ def test_an_answer_with_a_null_where_the_schema_has_none_is_refused(key: ApiKey,
     """kafka-python reads a null in a non-nullable string, bytes or array as None, which no code
     reading the answer expects; the client refuses such an answer as Kafka's clients do:
     ProtocolError, and the connection closes."""
-    spec = API_SPECS[key]
+    response_cls = classes(key)[1]
 
     @fuzz_settings(EXAMPLES)
-    @given(response=messages(spec.response, version, nulls=True))
+    @given(response=messages(response_cls, version, nulls=True))
     def run(response: Any) -> None:
         io = MemoryIO()
         conn = ready_connection(io)
@@ -175,7 +174,7 @@ def test_an_answer_with_a_null_where_the_schema_has_none_is_refused(key: ApiKey,
         response = as_sent(key, response)
         deliver(conn, io, [encode_response(response, correlation_id)])
         try:
-            check_nulls(response, response._struct, response.version, spec.response.__name__)
+            check_nulls(response, response._struct, response.version, response_cls.__name__)
         except MalformedMessage:
             event("null where the schema has none")
             assert future.failed() and isinstance(future.exception, ProtocolError), future.value

@@ -24,7 +24,8 @@ from groupclient.clock import SystemClock, Timer
 from groupclient.errors import DisconnectedError, ProtocolError, RequestTimedOutError
 from groupclient.network.client import NetworkClient, NetworkConfig
 from groupclient.network.connection import CLIENT_MAX_VERSIONS
-from groupclient.protocol.apis import API_SPECS, ApiKey
+from groupclient.protocol.apis import ApiKey
+from tests.fuzz.client_apis import classes
 from tests.fuzz.budget import fuzz_settings
 from tests.fuzz.client import Fault, ScriptedBroker, faults
 from tests.fuzz.schema import encode_response, messages
@@ -89,12 +90,12 @@ def test_fuzzed_answers_fail_only_their_request_and_the_client_connects_again(
         wait_ready(client)
         version = CLIENT_MAX_VERSIONS[key]
         assert client.version_for(NODE, key) == version
-        spec = API_SPECS[key]
-        response = data.draw(messages(spec.response, version), label="response")
+        request_cls, response_cls = classes(key)
+        response = data.draw(messages(response_cls, version), label="response")
         fault = data.draw(faults(closing=True), label="fault")
         broker.scripts.put(script(response, fault))
         started = time.monotonic()
-        future = client.send(NODE, spec.request, spec.response, lambda v: spec.request(version=v))
+        future = client.send(NODE, request_cls, response_cls, lambda v: request_cls(version=v))
         client.poll_until(future, Timer(client.clock, REQUEST_TIMEOUT_MS), wakeup=False)
         assert future.is_done()
         assert time.monotonic() - started < REQUEST_TIMEOUT_MS / 2000, "not refused at once"
