@@ -30,12 +30,12 @@ import argparse
 import json
 import logging
 import random
-import shutil
 import statistics
 import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.ownership_log import OwnershipLog, Run, overlaps, plot_timelines, to_json, unowned_seconds  # noqa: E402
+from benchmarks.ownership_log import (  # noqa: E402
+    OwnershipLog, Run, plot_timelines, record_outcome, unowned_seconds,
+)
 
 PARTITIONS = 42
 
@@ -111,15 +113,7 @@ class Member:
         consumer = GroupConsumer(bootstrap_servers=self.bootstrap, group_id=self.group, client_id=self.name,
                                  auto_offset_reset="latest", max_poll_interval_ms=30000, **settings)
         consumer.subscribe([self.topic], listener=Listener())
-        try:
-            while not self.stopping.is_set():
-                got = sum(len(b) for b in consumer.poll(timeout_ms=100).values())
-                self.records += got
-                if got and self.work_ms:
-                    time.sleep(self.work_ms * self.rng.uniform(0.5, 1.5) / 1000)
-        finally:
-            consumer.close()
-            self.log.record(self.name, "closed", [])
+        self._loop(lambda: sum(len(b) for b in consumer.poll(timeout_ms=100).values()), consumer.close)
 
     def _librdkafka(self) -> None:
         from confluent_kafka import Consumer
@@ -137,14 +131,19 @@ class Member:
             self.emit("revoked", partitions)  # after it stopped fetching them
 
         consumer.subscribe([self.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+        self._loop(lambda: len([m for m in consumer.consume(num_messages=500, timeout=0.1) if not m.error()]),
+                   consumer.close)
+
+    def _loop(self, poll: Callable[[], int], close: Callable[[], Any]) -> None:
+        """Poll until stopped, busy after each non-empty poll; then close."""
         try:
             while not self.stopping.is_set():
-                got = len([m for m in consumer.consume(num_messages=500, timeout=0.1) if not m.error()])
+                got = poll()
                 self.records += got
                 if got and self.work_ms:
                     time.sleep(self.work_ms * self.rng.uniform(0.5, 1.5) / 1000)
         finally:
-            consumer.close()
+            close()
             self.log.record(self.name, "closed", [])
 
     def stop(self) -> None:
@@ -235,13 +234,7 @@ class Group:
         run.stopped_s = time.monotonic() - t0
         self.stop(self.members)
         self.producer.close()
-        events = self.log.events()
-        run.overlaps = [asdict(o) | {"start": round(o.start - t0, 3), "end": round(o.end - t0, 3)}
-                        for o in overlaps(events, time.monotonic())]
-        run.records = sum(m.records for m in self.members)
-        run.errors = self.errors
-        run.events = to_json(events, t0)
-        return run
+        return record_outcome(run, self.log.events(), t0, sum(m.records for m in self.members), self.errors)
 
 
 def start_spread(g: Group, count: int, rng: random.Random) -> list[Member]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 STARTS, ENDS = {"assigned"}, {"revoked", "lost", "closed"}
@@ -166,6 +166,17 @@ class Run:
     generation_times: list[float] = field(default_factory=list)  # generation changes seen by DescribeGroups
     errors: list[str] = field(default_factory=list)
     events: list[list[Any]] = field(default_factory=list)
+
+
+def record_outcome(run: Run, events: list[Event], t0: float, records: int, errors: list[str]) -> Run:
+    """Fill in what every run reports once its members stopped: the overlaps (times since ``t0``),
+    the records consumed, the errors and the event log."""
+    run.overlaps = [asdict(o) | {"start": round(o.start - t0, 3), "end": round(o.end - t0, 3)}
+                    for o in overlaps(events, time.monotonic())]
+    run.records = records
+    run.errors = errors
+    run.events = to_json(events, t0)
+    return run
 
 
 def verdict(run: Run, baseline: Run | None, cooperative: str, session_ms: int) -> tuple[str, str]:

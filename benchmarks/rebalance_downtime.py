@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.ownership_log import (  # noqa: E402
-    OwnershipLog, Run, from_json, overlaps, plot_timelines, table, to_json, unowned_seconds,
+    OwnershipLog, Run, from_json, plot_timelines, record_outcome, table, unowned_seconds,
 )
 from kafka.consumer.subscription_state import ConsumerRebalanceListener as KpListener  # noqa: E402
 
@@ -351,13 +351,7 @@ class Group:
         run.stopped_s = time.monotonic() - t0
         self.stop(self.members)
         self._done.set()
-        events = self.log.events()
-        run.overlaps = [asdict(o) | {"start": round(o.start - t0, 3), "end": round(o.end - t0, 3)}
-                        for o in overlaps(events, time.monotonic())]
-        run.records = sum(m.records for m in self.members)
-        run.errors = self.errors
-        run.events = to_json(events, t0)
-        return run
+        return record_outcome(run, self.log.events(), t0, sum(m.records for m in self.members), self.errors)
 
 
 def scale_out(coord: Coordinator, cfg: Config, args: argparse.Namespace) -> Run:
