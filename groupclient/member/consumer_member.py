@@ -354,12 +354,14 @@ class ConsumerGroupMember(Coordinated):
         now = self.clock.monotonic_ms()
         lost = ""
         raised: BrokerError | None = None
-        with self._lock:
-            self._in_flight = False
-            if action is Action.NONE:
+        if action is Action.NONE:
+            with self._lock:
+                self._in_flight = False
                 self._failures = 0
                 self._took(response, stated, sent_epoch, sent_at, now)
-                return future.success(None)
+            return future.success(None)  # outside the lock: no listener runs under it
+        with self._lock:
+            self._in_flight = False
             self._sent = None  # after any error, the next heartbeat states everything (Java)
             self._next_at = now + self._backoff.backoff_ms(self._failures, self._rng)
             self._failures += 1

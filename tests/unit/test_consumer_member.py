@@ -163,6 +163,26 @@ def test_the_join_states_everything_and_later_heartbeats_only_what_changed() -> 
     assert (h.heartbeats()[-1].subscribed_topic_names, owned(h.heartbeats()[-1])) == (["orders"], None)
 
 
+def test_no_listener_of_a_heartbeat_runs_under_the_members_lock() -> None:
+    h = Harness()
+    h.join({ORDERS: [0]})
+    free: list[bool] = []
+
+    def listener(_: object) -> None:
+        took = h.member._lock.acquire(blocking=False)
+        free.append(took)
+        if took:
+            h.member._lock.release()
+
+    h.answers.append(answer(1))
+    h.clock.advance(1000)
+    sent = h.member.send_heartbeat_if_due(h.clock.monotonic_ms())
+    assert sent is not None
+    sent.add_both(listener)
+    h.net.deliver()
+    assert free == [True]
+
+
 def test_heartbeats_follow_the_interval_the_broker_sets() -> None:
     h = Harness()
     h.step(answer(1, {ORDERS: [0]}, interval=2500), answer(1, interval=2500))
