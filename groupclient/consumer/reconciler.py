@@ -44,6 +44,9 @@ class Reconciler:
         self.drop_fetched = drop_fetched
         # the names of topics once assigned: a topic deleted since is still given up by name
         self._names: dict[uuid.UUID, str] = {}
+        # a target reconciled only in part (topic ids the metadata did not name): not again, with
+        # its commit and listener calls, on every poll until the metadata names them
+        self._partial: tuple[int, frozenset[TopicPartition]] | None = None
 
     @property
     def group_id(self) -> str:
@@ -57,13 +60,16 @@ class Reconciler:
         target = self.member.target_to_reconcile()
         if target is None:
             return
-        started = self.member.clock.monotonic_ms()
-        self.events.preparing(self.member.rebalance_timing()[1])  # the event counts from the target's arrival
         assigned, unresolved = self._resolve(target)
         if unresolved:
+            self.client.metadata.request_update()
+            if (target.version, frozenset(assigned)) == self._partial:
+                return  # what can be named is reconciled already: wait for the metadata
             log.info("group %s: the metadata does not name topic ids %s yet; reconciling the rest",
                      self.group_id, sorted(str(t) for t in unresolved))
-            self.client.metadata.request_update()
+            self._partial = (target.version, frozenset(assigned))
+        started = self.member.clock.monotonic_ms()
+        self.events.preparing(self.member.rebalance_timing()[1])  # the event counts from the target's arrival
         epoch = self.subscription.losses()
         owned = self.subscription.assigned()
         revoked, added = owned - assigned, assigned - owned

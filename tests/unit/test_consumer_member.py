@@ -279,6 +279,10 @@ def test_a_topic_id_the_metadata_does_not_name_yet_waits_and_the_rest_goes_ahead
     assert h.calls == [("assigned", {tp("orders", 0)})]
     assert owned(h.heartbeats()[-1]) == {ORDERS: [0]}
     assert h.member.member_state() is S.RECONCILING
+    sent = len(h.heartbeats())
+    for _ in range(3):  # polls while the metadata still does not name it: nothing again
+        h.reconciler.reconcile(Timer(h.clock, 1000))
+    assert h.calls == [("assigned", {tp("orders", 0)})] and len(h.heartbeats()) == sent
     snapshot = h.net.metadata.snapshot
     h.net.metadata.snapshot = MetadataSnapshot(
         brokers=snapshot.brokers, leaders={**snapshot.leaders, "later": {0: 0, 1: 0}}, version=2,
