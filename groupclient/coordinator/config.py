@@ -49,6 +49,19 @@ class CoordinatorConfig:
     security: ListenerSecurity = PLAINTEXT
     # a failed authentication is answered this much later, then the connection closed
     connection_failed_authentication_delay_ms: int = 100  # connection.failed.authentication.delay.ms
+    # the group protocols served: without "consumer", ApiVersions lists neither ConsumerGroupHeartbeat
+    # nor ConsumerGroupDescribe and KIP-848 clients are told the cluster lacks the protocol
+    group_coordinator_rebalance_protocols: tuple[str, ...] = ("classic", "consumer")  # group.coordinator.rebalance.protocols
+    # the consumer group protocol (KIP-848): what the coordinator tells members, and its bounds
+    group_consumer_heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
+    group_consumer_min_heartbeat_interval_ms: int = 5000  # group.consumer.min.heartbeat.interval.ms
+    group_consumer_max_heartbeat_interval_ms: int = 15000  # group.consumer.max.heartbeat.interval.ms
+    group_consumer_session_timeout_ms: int = 45000  # group.consumer.session.timeout.ms
+    group_consumer_min_session_timeout_ms: int = 45000  # group.consumer.min.session.timeout.ms
+    group_consumer_max_session_timeout_ms: int = 60000  # group.consumer.max.session.timeout.ms
+    # the server-side assignors; the first is the default
+    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors
+    group_consumer_max_size: int = 2**31 - 1  # group.consumer.max.size
 
     def __post_init__(self) -> None:
         if self.offsets_topic_partitions < 1:
@@ -59,6 +72,7 @@ class CoordinatorConfig:
             raise ValueError("need 0 < group_min_session_timeout_ms <= group_max_session_timeout_ms")
         if self.group_max_size < 1:
             raise ValueError("group_max_size must be at least 1")
+        self._check_consumer_protocol()
         if not isinstance(self.security, ListenerSecurity):
             raise ValueError("security must be a ListenerSecurity")
         if self.connection_failed_authentication_delay_ms < 0:
@@ -68,3 +82,28 @@ class CoordinatorConfig:
                      "max_partitions_per_request", "max_partitions", "max_open_log_files"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
+
+    def _check_consumer_protocol(self) -> None:
+        """Kafka's GroupCoordinatorConfig checks: each value within its bounds, the bounds ordered."""
+        protocols = set(self.group_coordinator_rebalance_protocols)
+        if not protocols <= {"classic", "consumer"} or "classic" not in protocols:
+            raise ValueError("group_coordinator_rebalance_protocols must hold 'classic', and may hold 'consumer'; got "
+                             f"{list(self.group_coordinator_rebalance_protocols)}")
+        for what in ("heartbeat_interval", "session_timeout"):
+            low, value, high = (getattr(self, f"group_consumer_{bound}{what}_ms") for bound in ("min_", "", "max_"))
+            if not 0 < low <= value <= high:
+                raise ValueError(f"need 0 < group_consumer_min_{what}_ms ({low}) <= group_consumer_{what}_ms ({value}) "
+                                 f"<= group_consumer_max_{what}_ms ({high})")
+        if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
+            raise ValueError("group_consumer_heartbeat_interval_ms must be below group_consumer_session_timeout_ms")
+        known = {"uniform", "range"}
+        if not self.group_consumer_assignors or not set(self.group_consumer_assignors) <= known:
+            raise ValueError(f"group_consumer_assignors must name some of {sorted(known)}; got "
+                             f"{list(self.group_consumer_assignors)}")
+        if self.group_consumer_max_size < 1:
+            raise ValueError("group_consumer_max_size must be at least 1")
+
+    @property
+    def serves_consumer_protocol(self) -> bool:
+        """Whether KIP-848's consumer group protocol is served."""
+        return "consumer" in self.group_coordinator_rebalance_protocols

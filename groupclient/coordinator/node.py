@@ -200,7 +200,8 @@ class BrokerNode:
             raise CloseAfter(None)
         if key is ApiKey.API_VERSIONS and not served:
             # KIP-511: answer with v0 so any client can read which versions we do have
-            return self._encode(supported_versions(0, ErrorCode.UNSUPPORTED_VERSION), fixed.correlation_id, 0)
+            listed = supported_versions(0, ErrorCode.UNSUPPORTED_VERSION, self.core.config.serves_consumer_protocol)
+            return self._encode(listed, fixed.correlation_id, 0)
         if not spec.schema_knows(version):
             raise FrameError(f"{key.name} version {version} is unknown")
         try:

@@ -32,6 +32,8 @@ from kafka.protocol.sasl import (
     SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 )
 
+from .consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
+from .consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from .decoding import decode_body, decode_request
 
 
@@ -57,6 +59,12 @@ class ApiKey(enum.IntEnum):
     SASL_AUTHENTICATE = 36
     DELETE_GROUPS = 42
     CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
+
+
+# The APIs of KIP-848's consumer group protocol: a coordinator configured without the protocol
+# does not list them (Kafka's group.coordinator.rebalance.protocols).
+CONSUMER_PROTOCOL_APIS = frozenset({ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE})
 
 
 @dataclass(frozen=True)
@@ -92,7 +100,7 @@ def _read_strictly(request_cls: Any) -> Any:
 
 # Version ranges served by the embedded coordinator.  Upper bounds stop before versions that
 # need features this server does not have: topic ids in Fetch (v13+), Produce (v13+),
-# OffsetCommit/OffsetFetch (v10+); the KIP-848 consumer protocol (OffsetCommit v9, OffsetFetch v9).
+# OffsetCommit/OffsetFetch (v10+).
 API_SPECS: dict[ApiKey, ApiSpec] = {
     spec.key: spec
     for spec in (
@@ -100,8 +108,8 @@ API_SPECS: dict[ApiKey, ApiSpec] = {
         ApiSpec(ApiKey.FETCH, _read_strictly(FetchRequest), FetchResponse, 4, 12),
         ApiSpec(ApiKey.LIST_OFFSETS, _read_strictly(ListOffsetsRequest), ListOffsetsResponse, 1, 7),
         ApiSpec(ApiKey.METADATA, _read_strictly(MetadataRequest), MetadataResponse, 0, 12),
-        ApiSpec(ApiKey.OFFSET_COMMIT, _read_strictly(OffsetCommitRequest), OffsetCommitResponse, 2, 8),
-        ApiSpec(ApiKey.OFFSET_FETCH, _read_strictly(OffsetFetchRequest), OffsetFetchResponse, 1, 8),
+        ApiSpec(ApiKey.OFFSET_COMMIT, _read_strictly(OffsetCommitRequest), OffsetCommitResponse, 2, 9),
+        ApiSpec(ApiKey.OFFSET_FETCH, _read_strictly(OffsetFetchRequest), OffsetFetchResponse, 1, 9),
         ApiSpec(ApiKey.FIND_COORDINATOR, _read_strictly(FindCoordinatorRequest), FindCoordinatorResponse, 0, 4),
         ApiSpec(ApiKey.JOIN_GROUP, _read_strictly(JoinGroupRequest), JoinGroupResponse, 0, 9),
         ApiSpec(ApiKey.HEARTBEAT, _read_strictly(HeartbeatRequest), HeartbeatResponse, 0, 4),
@@ -119,5 +127,9 @@ API_SPECS: dict[ApiKey, ApiSpec] = {
         # of this decade does; Kafka has 0-1
         ApiSpec(ApiKey.SASL_HANDSHAKE, _read_strictly(SaslHandshakeRequest), SaslHandshakeResponse, 1, 1),
         ApiSpec(ApiKey.SASL_AUTHENTICATE, _read_strictly(SaslAuthenticateRequest), SaslAuthenticateResponse, 0, 2),
+        ApiSpec(ApiKey.CONSUMER_GROUP_HEARTBEAT, _read_strictly(ConsumerGroupHeartbeatRequest),
+                ConsumerGroupHeartbeatResponse, 0, 1),
+        ApiSpec(ApiKey.CONSUMER_GROUP_DESCRIBE, _read_strictly(ConsumerGroupDescribeRequest),
+                ConsumerGroupDescribeResponse, 0, 1),
     )
 }

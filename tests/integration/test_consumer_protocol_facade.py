@@ -1,6 +1,7 @@
 """GroupConsumer under ``group_protocol='consumer'``: the settings it refuses, the patterns it
 cannot hand to the broker, what classic-only calls do, and a cluster without the protocol — over
-real sockets, against the embedded coordinator (which serves only the classic protocol)."""
+real sockets, against the embedded coordinator (configured without the consumer protocol, as
+Kafka's ``group.coordinator.rebalance.protocols=classic``, for the last)."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def test_a_pattern_the_brokers_re2j_cannot_read_is_refused_before_anything_is_se
 
 def test_a_cluster_without_the_consumer_protocol_is_named_and_no_classic_fallback_happens(
         caplog: pytest.LogCaptureFixture) -> None:
-    with EmbeddedCluster(nodes=1) as cluster:
+    with EmbeddedCluster(nodes=1, group_coordinator_rebalance_protocols=("classic",)) as cluster:
         cluster.create_topic("orders", 2)
         consumer = GroupConsumer("orders", bootstrap_servers=cluster.bootstrap_servers, group_id="g",
                                  group_protocol="consumer")

@@ -18,26 +18,19 @@ discipline.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...error_codes import ErrorCode
-from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR, MemberSpec
+from ..config import CoordinatorConfig
+from .assignors import ASSIGNORS, MemberSpec
+from .errors import HeartbeatError
+from .subscriptions import SubscribedTopics, Topics, compile_regex
 from .reconciliation import MemberAssignment, MemberAssignmentState, Partitions, next_assignment
 
 E = ErrorCode
 TopicId = uuid.UUID
-Topics = Mapping[str, tuple[TopicId, int]]  # the cluster's topics: name -> (id, partition count)
-
-
-class HeartbeatError(Exception):
-    """An error answer: the code and Kafka's message."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+__all__ = ["Answer", "ConsumerGroup", "GroupSettings", "HeartbeatError", "Member", "Topics", "validate_heartbeat"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +40,13 @@ class GroupSettings:
     heartbeat_interval_ms: int = 5000
     session_timeout_ms: int = 45000
     max_size: int = 2**31 - 1
-    assignors: tuple[str, ...] = ("uniform", "range")
+    assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
+
+    @classmethod
+    def of(cls, config: CoordinatorConfig) -> GroupSettings:
+        """The settings a coordinator's configuration gives its consumer groups."""
+        return cls(config.group_consumer_heartbeat_interval_ms, config.group_consumer_session_timeout_ms,
+                   config.group_consumer_max_size, config.group_consumer_assignors)
 
 
 @dataclass
@@ -66,6 +65,7 @@ class Member:
     revoke_by: int | None = None
     sent: Partitions | None = None  # the assignment its last answer carried
     left_static: bool = False  # left with epoch -2: its partitions kept for its instance id
+    joined_at: int = 0  # for listing members in the order they joined
 
 
 @dataclass(frozen=True)
@@ -86,12 +86,31 @@ class ConsumerGroup:
         self.assignment_epoch = 0
         self.target: dict[str, Partitions] = {}
         self.members: dict[str, Member] = {}
+        # the subscribed topics' ids and partition counts when the group epoch last moved: a
+        # change (a topic created, deleted, re-created or grown) moves the epoch again
+        self.subscribed = SubscribedTopics()
+        self.assignor_name = self.settings.assignors[0]
+        self._joins = 0
+
+    @property
+    def state(self) -> str:
+        """Kafka's ConsumerGroupState: Empty, Assigning (the target lags the group epoch),
+        Reconciling (a member has not reached the target's epoch yet) or Stable."""
+        if not self.members:
+            return "Empty"
+        if self.assignment_epoch < self.epoch:
+            return "Assigning"
+        if any(m.assignment.epoch != self.assignment_epoch
+               or m.assignment.state is not MemberAssignmentState.STABLE
+               for m in self.members.values() if not m.left_static):
+            return "Reconciling"
+        return "Stable"
 
     # -- the heartbeat ---------------------------------------------------------------------------
     def heartbeat(self, request: Any, now: int, topics: Topics, client_id: str = "", client_host: str = "") -> Answer:
         """Apply one heartbeat (``request`` has ConsumerGroupHeartbeatRequest's fields); raises
         :class:`HeartbeatError` for an error answer."""
-        _validate(request)
+        validate_heartbeat(request)
         epoch = request.member_epoch
         if epoch in (-1, -2):
             return self._leave(request, now)
@@ -101,7 +120,8 @@ class ConsumerGroup:
         else:
             member = self._known(request)
         changed = self._update_subscription(member, request)
-        if changed or joined:
+        moved = self.subscribed.refresh(self.members.values(), topics)
+        if changed or joined or moved:
             self.epoch += 1
         member.session_ends_at = now + self.settings.session_timeout_ms
         self._maybe_assign(topics)
@@ -156,7 +176,9 @@ class ConsumerGroup:
         if len([m for m in self.members.values() if not m.left_static]) >= self.settings.max_size:
             raise HeartbeatError(E.GROUP_MAX_SIZE_REACHED, f"The consumer group has reached its maximum capacity of "
                                  f"{self.settings.max_size} members.")
-        member = Member(request.member_id, instance, request.rack_id, client_id, client_host)
+        member = Member(request.member_id, instance, request.rack_id, client_id, client_host,
+                        joined_at=self._joins)
+        self._joins += 1
         self.members[member.member_id] = member
         return member, True
 
@@ -188,6 +210,8 @@ class ConsumerGroup:
             member.topics = names
         regex = getattr(request, "subscribed_topic_regex", None)
         if regex is not None:
+            if regex:
+                compile_regex(regex)  # INVALID_REGULAR_EXPRESSION before anything changes
             changed |= (regex or None) != member.regex
             member.regex = regex or None
         if request.server_assignor is not None:
@@ -203,12 +227,22 @@ class ConsumerGroup:
     def _maybe_assign(self, topics: Topics) -> None:
         if self.assignment_epoch >= self.epoch:
             return
-        name = next((m.server_assignor for m in self.members.values() if m.server_assignor), DEFAULT_ASSIGNOR)
-        partitions = {topic_id: count for topic_id, count in topics.values()}
-        specs = [MemberSpec(m.member_id, frozenset(topics[t][0] for t in m.topics if t in topics),
+        self.assignor_name = self._preferred_assignor()
+        partitions = {topic_id: count for topic_id, count in self.subscribed.metadata.values()}
+        specs = [MemberSpec(m.member_id, frozenset(topics[t][0] for t in self.subscribed.topics_of(m) if t in topics),
                             self.target.get(m.member_id, {}), m.instance_id) for m in self.members.values()]
-        self.target = dict(ASSIGNORS[name](specs, partitions))
+        self.target = dict(ASSIGNORS[self.assignor_name](specs, partitions))
         self.assignment_epoch = self.epoch
+
+    def _preferred_assignor(self) -> str:
+        """The server assignor most members ask for (Kafka's), else the first configured one."""
+        counts: dict[str, int] = {}
+        for m in self.members.values():
+            if m.server_assignor:
+                counts[m.server_assignor] = counts.get(m.server_assignor, 0) + 1
+        if not counts:
+            return self.settings.assignors[0]
+        return min(counts, key=lambda name: (-counts[name], name))
 
     # -- leaving and expiring ----------------------------------------------------------------------
     def _leave(self, request: Any, now: int) -> Answer:
@@ -223,6 +257,7 @@ class ConsumerGroup:
         else:
             del self.members[member.member_id]
             self.target.pop(member.member_id, None)
+            self.subscribed.refresh(self.members.values())
             self.epoch += 1
         return Answer(member.member_id, request.member_epoch, 0, None)
 
@@ -235,11 +270,12 @@ class ConsumerGroup:
             del self.members[member.member_id]
             self.target.pop(member.member_id, None)
         if gone:
+            self.subscribed.refresh(self.members.values())
             self.epoch += 1
         return [m.member_id for m in gone]
 
 
-def _validate(request: Any) -> None:
+def validate_heartbeat(request: Any) -> None:
     """Kafka's ``throwIfConsumerGroupHeartbeatRequestIsInvalid``: INVALID_REQUEST with its messages."""
     def invalid(message: str) -> HeartbeatError:
         return HeartbeatError(E.INVALID_REQUEST, message)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from ...error_codes import ErrorCode
 from ..config import CoordinatorConfig
+from ..consumer_group.service import ConsumerGroups
 from ..placement import offsets_partition_for
 from ..storage.group_store import GroupStore
 from .metadata import Group, JoinCallback, JoinResult, Member, SyncCallback, SyncResult
@@ -45,6 +46,9 @@ class GroupCoordinator:
         self.owned_partitions: set[int] = set()
         self.timers = TimerQueue()
         self._new_member_id = new_member_id  # the cluster's: random ids from its injected source
+        # the consumer-protocol groups: same ids namespace, same timers, same partitions
+        self.consumer = ConsumerGroups(config, store.consumer_groups, self.timers, self.is_coordinator_for,
+                                       self.groups, self._drop_empty_classic)
 
     # -- placement -----------------------------------------------------------------------
     def partition_for(self, group_id: str) -> int:
@@ -74,8 +78,10 @@ class GroupCoordinator:
         self.owned_partitions.add(partition)
         schedule_cleanup(self, now)
         loaded = []
+        self.consumer.load(self.partition_for, partition, now)
         for group_id in sorted(self.store.group_ids()):
-            if self.partition_for(group_id) != partition or group_id in self.groups:
+            if (self.partition_for(group_id) != partition or group_id in self.groups
+                    or self.consumer.is_consumer_group(group_id)):
                 continue
             group = group_from_snapshot(group_id, self.store.groups.get(group_id), now)
             # deadlines and retention clocks restart from the load, as Kafka's deadlines do
@@ -96,6 +102,7 @@ class GroupCoordinator:
         self.owned_partitions.discard(partition)
         if not self.owned_partitions:
             cancel_cleanup(self)
+        self.consumer.unload(self.partition_for, partition)
         unloaded = [g for g in self.groups if self.partition_for(g) == partition]
         for group_id in unloaded:
             group = self.groups.pop(group_id)
@@ -113,6 +120,12 @@ class GroupCoordinator:
         for partition in sorted(self.owned_partitions):
             self.unload_partition(partition, shutting_down)
 
+    def _drop_empty_classic(self, group_id: str) -> None:
+        """An empty classic group gives its id to a consumer group; its offsets stay."""
+        group = self.groups.pop(group_id)
+        self._cancel_group_timers(group)
+        group.transition_to(S.DEAD, "its id now names a consumer group")
+
     def drop_group(self, group: Group, reason: str) -> None:
         """Delete an Empty group: Dead, gone from memory, a tombstone for it and its offsets."""
         self._cancel_group_timers(group)
@@ -125,7 +138,7 @@ class GroupCoordinator:
         def fail(error: ErrorCode, member_id: str = req.member_id) -> None:
             callback(JoinResult(error, member_id))
 
-        error = self.check_group(req.group_id)
+        error = self.check_group(req.group_id) or self.consumer.refusal_for_classic(req.group_id)
         if error:
             return fail(error)
         cfg = self.config
@@ -386,7 +399,7 @@ class GroupCoordinator:
 
     # -- SyncGroup -----------------------------------------------------------------------
     def sync_group(self, req: SyncRequest, now: int, callback: SyncCallback) -> None:
-        error = self.check_group(req.group_id)
+        error = self.check_group(req.group_id) or self._consumer_group_refusal(req.group_id)
         group = self.groups.get(req.group_id)
         if not error:
             if group is None:
@@ -441,7 +454,7 @@ class GroupCoordinator:
     # -- Heartbeat -----------------------------------------------------------------------
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
                   generation_id: int, now: int) -> ErrorCode:
-        error = self.check_group(group_id)
+        error = self.check_group(group_id) or self._consumer_group_refusal(group_id)
         if error:
             return error
         group = self.groups.get(group_id)
@@ -481,7 +494,7 @@ class GroupCoordinator:
     # -- LeaveGroup ----------------------------------------------------------------------
     def leave_group(self, group_id: str, leaving: list[LeavingMember],
                     now: int) -> tuple[ErrorCode, list[tuple[LeavingMember, ErrorCode]]]:
-        error = self.check_group(group_id)
+        error = self.check_group(group_id) or self._consumer_group_refusal(group_id)
         if error:
             return error, []
         group = self.groups.get(group_id)
@@ -534,6 +547,10 @@ class GroupCoordinator:
                 self._try_complete_join(group, now)
 
     # -- helpers -------------------------------------------------------------------------
+    def _consumer_group_refusal(self, group_id: str) -> ErrorCode:
+        """A classic request other than JoinGroup for a consumer group's id."""
+        return E.GROUP_ID_NOT_FOUND if self.consumer.is_consumer_group(group_id) else E.NONE
+
     def _cancel_group_timers(self, group: Group) -> None:
         self.timers.cancel(("join", group.group_id))
         self.timers.cancel(("sync", group.group_id))

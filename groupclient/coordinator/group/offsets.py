@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...error_codes import ErrorCode
+from ..consumer_group.offset_rules import offset_commit_error, offset_fetch_error
 from ..storage.group_store import CommittedOffset, TopicPartition
 from .coordinator import GroupCoordinator
 from .metadata import Group
@@ -32,11 +33,15 @@ def commit_offsets(
     offsets: list[OffsetToCommit],
     wall_ms: int,
     now: int,
+    api_version: int = 9,
 ) -> dict[TopicPartition, ErrorCode]:
     """Validate and store a commit; the result holds one error code per partition."""
     error = coordinator.check_group(group_id)
     group = coordinator.groups.get(group_id)
-    if not error:
+    consumer_group = coordinator.consumer.get(group_id) if not error else None
+    if consumer_group is not None:
+        error = offset_commit_error(consumer_group, member_id, generation_id, api_version)
+    elif not error:
         if group is None:
             if generation_id < 0:
                 # a "simple" commit: the group only uses the coordinator to store offsets
@@ -58,7 +63,7 @@ def commit_offsets(
             accepted[tp] = CommittedOffset(o.offset, o.leader_epoch, o.metadata, wall_ms)
             results[tp] = E.NONE
     coordinator.store.put_offsets(group_id, accepted)
-    if group is not None:
+    if group is not None and consumer_group is None:
         group.offset_commit_ms.update(dict.fromkeys(accepted, now))  # for offsets retention
     return results
 
@@ -107,9 +112,15 @@ def fetch_offsets(
     coordinator: GroupCoordinator,
     group_id: str,
     partitions: list[TopicPartition] | None,
+    member_id: str | None = None,
+    member_epoch: int = -1,
 ) -> tuple[ErrorCode, dict[TopicPartition, CommittedOffset | None]]:
-    """Committed offsets of a group; ``partitions=None`` means all it has."""
+    """Committed offsets of a group; ``partitions=None`` means all it has.  A consumer-protocol
+    group's member asks with its id and epoch (OffsetFetch v9)."""
     error = coordinator.check_group(group_id)
+    consumer_group = coordinator.consumer.get(group_id) if not error else None
+    if consumer_group is not None:
+        error = offset_fetch_error(consumer_group, member_id, member_epoch)
     if error:
         return error, {}
     table = coordinator.store.offsets.get(group_id, {})

@@ -1,8 +1,10 @@
-"""ListGroups (16): the groups this node coordinates, as Kafka 4.1 lists classic groups.
+"""ListGroups (16): the groups this node coordinates, classic and consumer-protocol, as Kafka 4.1
+lists them.
 
 v4 adds the states filter, v5 the types filter.  Both compare without regard to case; Kafka trims
 the states asked for but not the types (" Stable " matches a Stable group, " classic" matches
-nothing).  Every group here is a classic group.
+nothing).  A consumer-protocol group is of type and protocol type ``consumer``, in one of its own
+states (Empty, Assigning, Reconciling, Stable).
 """
 
 from __future__ import annotations
@@ -15,19 +17,27 @@ from ...error_codes import ErrorCode
 from .context import Handler, RequestContext
 
 GROUP_TYPE = "classic"
+CONSUMER_TYPE = "consumer"  # a consumer-protocol group's type, and its protocol type
 
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
     states = {s.strip().lower() for s in (req.states_filter or [])} if ctx.api_version >= 4 else set()
     types = {t.lower() for t in (req.types_filter or [])} if ctx.api_version >= 5 else set()
-    if types and GROUP_TYPE not in types:
-        return ListGroupsResponse(version=req.version, throttle_time_ms=0, error_code=0, groups=[])
-    listed = [
-        ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "",
-                                       group_state=g.state.value, group_type=GROUP_TYPE)
-        for g in ctx.node.coordinator.groups.values()
-        if not states or g.state.value.lower() in states
-    ]
+    listed = []
+    if not types or GROUP_TYPE in types:
+        listed += [
+            ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "",
+                                           group_state=g.state.value, group_type=GROUP_TYPE)
+            for g in ctx.node.coordinator.groups.values()
+            if not states or g.state.value.lower() in states
+        ]
+    if not types or CONSUMER_TYPE in types:
+        listed += [
+            ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=CONSUMER_TYPE,
+                                           group_state=g.state, group_type=CONSUMER_TYPE)
+            for g in ctx.node.coordinator.consumer.served()
+            if not states or g.state.lower() in states
+        ]
     return ListGroupsResponse(version=req.version, throttle_time_ms=0, error_code=0, groups=listed)
 
 

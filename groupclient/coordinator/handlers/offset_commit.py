@@ -1,4 +1,4 @@
-"""OffsetCommit (8)."""
+"""OffsetCommit (8); v9 carries a consumer-protocol member's epoch in the generation's place."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     known = [o for o in offsets if (o.topic, o.partition) not in unknown]
     if known or not unknown:
         codes.update(commit_offsets(ctx.node.coordinator, req.group_id, req.generation_id_or_member_epoch,
-                                    req.member_id, instance_id, known, ctx.wall_ms, ctx.now))
+                                    req.member_id, instance_id, known, ctx.wall_ms, ctx.now, ctx.api_version))
         ctx.node.kick_timers()
     return _response(req, codes)
 

@@ -1,4 +1,4 @@
-"""OffsetFetch (9), with batched groups from v8."""
+"""OffsetFetch (9), with batched groups from v8, and a consumer-protocol member's id and epoch from v9."""
 
 from __future__ import annotations
 
@@ -49,7 +49,8 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                                    topics=_topics(offsets, OldTopic, OldPartition))
     groups = []
     for g in req.groups:
-        error, offsets = fetch_offsets(coordinator, g.group_id, _requested(g.topics))
+        member = (g.member_id, g.member_epoch) if ctx.api_version >= 9 else (None, -1)
+        error, offsets = fetch_offsets(coordinator, g.group_id, _requested(g.topics), *member)
         groups.append(Group(group_id=g.group_id, error_code=int(error),
                             topics=_topics(offsets, GroupTopic, GroupPartition)))
     return OffsetFetchResponse(version=req.version, throttle_time_ms=0, groups=groups)

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..consumer_group.group import ConsumerGroup
 from .journal import Journal
 
 log = logging.getLogger("groupclient.coordinator.storage")
@@ -77,6 +78,9 @@ class GroupStore:
                  compaction_min_bytes: int = COMPACTION_MIN_BYTES) -> None:
         self.groups: dict[str, GroupSnapshot] = {}
         self.offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        # the consumer-protocol (KIP-848) groups, kept in memory: whichever node leads a group's
+        # offsets partition serves it at the epochs it had (not journaled yet)
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
         self._compaction_min_bytes = compaction_min_bytes
         self._check_compaction_at = compaction_min_bytes
         self._journal = Journal(data_dir / "groups.journal", fsync) if data_dir else None

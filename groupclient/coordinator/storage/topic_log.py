@@ -14,9 +14,10 @@ import random
 import struct
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from kafka.record.util import calc_crc32c
 
@@ -231,6 +232,8 @@ class TopicStore:
         self._rng = rng or random.Random()
         self.topics: dict[str, Topic] = {}
         self.partition_count = 0
+        self._ids_and_counts: Mapping[str, tuple[uuid.UUID, int]] | None = None
+        self._names_by_id: dict[uuid.UUID, str] | None = None
         self._dir = data_dir
         self._fsync = fsync
         self._open_files = OpenFiles(max_open_files)
@@ -260,7 +263,23 @@ class TopicStore:
     def _register(self, topic: Topic) -> Topic:
         self.topics[topic.name] = topic
         self.partition_count += len(topic.partitions)
+        self._ids_and_counts = None
+        self._names_by_id = None
         return topic
+
+    def ids_and_counts(self) -> Mapping[str, tuple[uuid.UUID, int]]:
+        """Every topic's id and partition count, by name: the same object until a topic is
+        created (consumer groups compare subscriptions against it on every heartbeat)."""
+        if self._ids_and_counts is None:
+            self._ids_and_counts = MappingProxyType(
+                {name: (t.topic_id, len(t.partitions)) for name, t in self.topics.items()})
+        return self._ids_and_counts
+
+    def name_of(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic with that id, if there is one."""
+        if self._names_by_id is None:
+            self._names_by_id = {t.topic_id: name for name, t in self.topics.items()}
+        return self._names_by_id.get(topic_id)
 
     def create(self, name: str, partitions: int) -> Topic:
         reason = validate_topic_name(name)
