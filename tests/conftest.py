@@ -19,6 +19,26 @@ def cluster() -> Iterator[EmbeddedCluster]:
         yield c
 
 
+# The embedded coordinator with the consumer-protocol settings of the suite's Apache Kafka broker
+# (tests/kafka/broker.py), so that one test runs against either with the same timing.
+KIP848_SETTINGS = {
+    "group_initial_rebalance_delay_ms": 0,
+    "group_consumer_heartbeat_interval_ms": 1000, "group_consumer_min_heartbeat_interval_ms": 500,
+    "group_consumer_session_timeout_ms": 10000, "group_consumer_min_session_timeout_ms": 6000,
+}
+
+
+@pytest.fixture(params=["embedded", pytest.param("kafka", marks=pytest.mark.kafka)])
+def kip848_bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The bootstrap address of a cluster serving the consumer group protocol: the embedded
+    coordinator (one node, KIP848_SETTINGS), then Apache Kafka 4.1."""
+    if request.param == "kafka":
+        yield request.getfixturevalue("kafka_broker").bootstrap
+        return
+    with EmbeddedCluster(nodes=1, **KIP848_SETTINGS) as embedded:  # type: ignore[arg-type]
+        yield embedded.bootstrap_servers
+
+
 @pytest.fixture
 def peers() -> Iterator[PeerSet]:
     ps = PeerSet()

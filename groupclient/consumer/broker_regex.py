@@ -19,16 +19,7 @@ from __future__ import annotations
 import re
 
 from ..errors import ConfigurationError
-
-# (what Python accepts, why RE2/J cannot take it)
-_UNTRANSLATABLE: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\(\?<?[=!]"), "look-ahead and look-behind"),
-    (re.compile(r"\\[1-9]|\(\?P="), "back-references"),
-    (re.compile(r"\(\?>|[*+?}]\+"), "atomic groups and possessive quantifiers"),
-    (re.compile(r"\(\?\("), "conditionals"),
-    (re.compile(r"\(\?[imsuxaL-]*[xaL][imsuxaL-]*[:)]"), "the x (verbose), a (ASCII) and L (locale) flags"),
-    (re.compile(r"\\Z"), r"\Z (a whole-name match needs no anchor; RE2/J writes the end \z)"),
-)
+from ..protocol.re2j import READ_OTHERWISE, lacking
 
 
 def broker_regex(pattern: str) -> str:
@@ -37,17 +28,11 @@ def broker_regex(pattern: str) -> str:
         re.compile(pattern)
     except re.error as exc:
         raise ConfigurationError(f"bad topic pattern {pattern!r}: {exc}") from None
-    text = _without_escaped_backslashes(pattern)
-    for finder, what in _UNTRANSLATABLE:
-        if finder.search(text):
-            raise ConfigurationError(
-                f"the topic pattern {pattern!r} uses {what}, which the broker's RE2/J regular expressions do not "
-                "have; under group_protocol='consumer' the broker evaluates the pattern: rewrite it without "
-                "them, subscribe to topic names, or use group_protocol='classic'")
+    what = lacking(pattern, READ_OTHERWISE)
+    if what is not None:
+        raise ConfigurationError(
+            f"the topic pattern {pattern!r} uses {what}, which the broker's RE2/J regular expressions do not "
+            "have; under group_protocol='consumer' the broker evaluates the pattern: rewrite it without "
+            "them, subscribe to topic names, or use group_protocol='classic'")
     return pattern
 
-
-def _without_escaped_backslashes(pattern: str) -> str:
-    """The pattern with ``\\\\`` (a literal backslash) blanked, so ``\\\\1`` is not read as a
-    back-reference; escaped brackets are blanked too (``\\(?=`` is literal text)."""
-    return re.sub(r"\\\\|\\[()]", "__", pattern)

@@ -11,6 +11,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kafka.protocol.admin.groups import (
     DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
     ListGroupsRequest, ListGroupsResponse,
@@ -127,6 +128,8 @@ API_SPECS: dict[ApiKey, ApiSpec] = {
         # of this decade does; Kafka has 0-1
         ApiSpec(ApiKey.SASL_HANDSHAKE, _read_strictly(SaslHandshakeRequest), SaslHandshakeResponse, 1, 1),
         ApiSpec(ApiKey.SASL_AUTHENTICATE, _read_strictly(SaslAuthenticateRequest), SaslAuthenticateResponse, 0, 2),
+        # groups only (a consumer-protocol member asks its session timeout)
+        ApiSpec(ApiKey.DESCRIBE_CONFIGS, _read_strictly(DescribeConfigsRequest), DescribeConfigsResponse, 0, 4),
         ApiSpec(ApiKey.CONSUMER_GROUP_HEARTBEAT, _read_strictly(ConsumerGroupHeartbeatRequest),
                 ConsumerGroupHeartbeatResponse, 0, 1),
         ApiSpec(ApiKey.CONSUMER_GROUP_DESCRIBE, _read_strictly(ConsumerGroupDescribeRequest),

@@ -1,6 +1,7 @@
-"""The consumer group protocol (KIP-848) on Apache Kafka 4.1: groupclient members with
-confluent-kafka (librdkafka) and the Java KafkaConsumer, all ``group.protocol=consumer``, each in
-its own process.  Every scenario checks, from the members' own timestamped reports, that no two
+"""The consumer group protocol (KIP-848) on the embedded coordinator and on Apache Kafka 4.1 (the
+``kip848_bootstrap`` fixture runs each test on both, with the same settings): groupclient members
+with confluent-kafka (librdkafka) and the Java KafkaConsumer, all ``group.protocol=consumer``, each
+in its own process.  Every scenario checks, from the members' own timestamped reports, that no two
 members owned a partition at the same instant, that every record was consumed, and that the
 commits are exact."""
 
@@ -20,7 +21,7 @@ from tests.integration import external
 from tests.integration.ownership import double_ownership
 from tests.integration.peers import Peer, PeerSet, all_consumed, holds_for, wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.kafka]
+pytestmark = pytest.mark.integration
 PARTITIONS = 6
 
 
@@ -42,8 +43,8 @@ def check_exclusive(members: list[Peer]) -> None:
 
 
 def test_a_mixed_group_scales_out_and_in_leaves_and_dies_with_one_owner_at_every_instant(
-        kafka_broker: Any, peers: PeerSet) -> None:
-    bootstrap = kafka_broker.bootstrap
+        kip848_bootstrap: str, peers: PeerSet) -> None:
+    bootstrap = kip848_bootstrap
     topic, group = external.new_topic(bootstrap, PARTITIONS), group_name()
     counts: Counter[int] = Counter()
     expected = external.produce(bootstrap, topic, 300, PARTITIONS, counts)
@@ -73,8 +74,8 @@ def test_a_mixed_group_scales_out_and_in_leaves_and_dies_with_one_owner_at_every
 
 
 def test_a_static_member_restarts_without_reassignment_and_a_duplicate_is_refused(
-        kafka_broker: Any, peers: PeerSet) -> None:
-    bootstrap = kafka_broker.bootstrap
+        kip848_bootstrap: str, peers: PeerSet) -> None:
+    bootstrap = kip848_bootstrap
     topic, group = external.new_topic(bootstrap, 4), group_name()
     a = start(peers, "groupclient", bootstrap, group, topic, instance_id="inst-a")
     b = start(peers, "groupclient", bootstrap, group, topic, instance_id="inst-b")
@@ -101,8 +102,8 @@ def test_a_static_member_restarts_without_reassignment_and_a_duplicate_is_refuse
     check_exclusive([a, b, b2, b3])
 
 
-def test_a_pattern_subscription_picks_up_a_new_topic(kafka_broker: Any) -> None:
-    bootstrap = kafka_broker.bootstrap
+def test_a_pattern_subscription_picks_up_a_new_topic(kip848_bootstrap: str) -> None:
+    bootstrap = kip848_bootstrap
     prefix = f"pat{uuid.uuid4().hex[:6]}"
     first = f"{prefix}-a"
     external.create_topic(bootstrap, first, 2)
@@ -131,10 +132,10 @@ def test_a_pattern_subscription_picks_up_a_new_topic(kafka_broker: Any) -> None:
     ({"group_remote_assignor": "nope"}, "UNSUPPORTED_ASSIGNOR", "group_remote_assignor='nope' is not one of"),
     ({"pattern": "t\\N{DIGIT ONE}"}, "INVALID_REGULAR_EXPRESSION", "RE2/J"),
 ])
-def test_a_refusal_is_raised_once_from_poll_with_what_to_do(kafka_broker: Any, setting: dict[str, str],
+def test_a_refusal_is_raised_once_from_poll_with_what_to_do(kip848_bootstrap: str, setting: dict[str, str],
                                                             code: str, hint: str) -> None:
     pattern = setting.pop("pattern", None)
-    consumer = GroupConsumer(bootstrap_servers=kafka_broker.bootstrap, group_id=group_name(),
+    consumer = GroupConsumer(bootstrap_servers=kip848_bootstrap, group_id=group_name(),
                              group_protocol="consumer", **setting)  # type: ignore[arg-type]
     try:
         if pattern is not None:
@@ -151,10 +152,10 @@ def test_a_refusal_is_raised_once_from_poll_with_what_to_do(kafka_broker: Any, s
         consumer.close()
 
 
-def test_a_member_busy_longer_than_the_session_keeps_its_partitions(kafka_broker: Any) -> None:
+def test_a_member_busy_longer_than_the_session_keeps_its_partitions(kip848_bootstrap: str) -> None:
     """The heartbeat thread keeps the member in the group while the application processes for
     longer than the broker's session (10 s here) but within max_poll_interval_ms."""
-    bootstrap = kafka_broker.bootstrap
+    bootstrap = kip848_bootstrap
     topic = external.new_topic(bootstrap, 2)
     calls: list[str] = []
 
@@ -189,6 +190,7 @@ def test_a_member_busy_longer_than_the_session_keeps_its_partitions(kafka_broker
         consumer.close()
 
 
+@pytest.mark.kafka
 def test_the_docs_example_runs_on_kafka(kafka_broker: Any) -> None:
     """The block "docs/consumer.md: from groupclient import GroupConsumer", as written but for the
     broker's address."""
@@ -217,6 +219,7 @@ def test_the_docs_example_runs_on_kafka(kafka_broker: Any) -> None:
         consumer.close()
 
 
+@pytest.mark.kafka
 def test_the_group_survives_a_broker_restart(peers: PeerSet) -> None:
     from tests.kafka.broker import KafkaBroker, missing_tools
 

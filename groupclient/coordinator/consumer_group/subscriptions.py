@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from ...error_codes import ErrorCode
+from ...protocol.re2j import lacking
 from .errors import HeartbeatError
 
 TopicId = uuid.UUID
@@ -29,11 +30,16 @@ class Subscriber(Protocol):
 
 
 def compile_regex(pattern: str) -> re.Pattern[str]:
-    """The pattern, matched against whole topic names; INVALID_REGULAR_EXPRESSION otherwise."""
+    """The pattern, matched against whole topic names; INVALID_REGULAR_EXPRESSION for what Kafka's
+    RE2/J would not compile."""
+    what = lacking(pattern)
     try:
-        return re.compile(pattern)
+        if what is None:
+            return re.compile(pattern)
     except re.error as exc:
-        raise HeartbeatError(ErrorCode.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: {exc}.") from None
+        what = str(exc)
+    raise HeartbeatError(ErrorCode.INVALID_REGULAR_EXPRESSION,
+                         f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: {what}.")
 
 
 class SubscribedTopics:

@@ -1,4 +1,5 @@
-"""Metadata (3): live nodes, topics and partition leaders; auto-creates topics if allowed."""
+"""Metadata (3): live nodes, topics (asked by name, or by id from v12) and partition leaders;
+auto-creates topics if allowed."""
 
 from __future__ import annotations
 
@@ -37,11 +38,21 @@ def _topic(ctx: RequestContext, name: str, error: ErrorCode = ErrorCode.NONE) ->
 async def handle(ctx: RequestContext, req: Any) -> Any:
     version = ctx.api_version
     core = ctx.core
+    unknown_ids: list[Any] = []
     if req.topics is None or (version == 0 and not req.topics):
         names = sorted(core.topics.topics)
+    elif version >= 12 and any(t.topic_id is not None and t.topic_id.int for t in req.topics):
+        # v12 asks by topic id (as a KIP-848 member does, to name the topics of its assignment);
+        # Kafka then answers the known ids by name and the rest UNKNOWN_TOPIC_ID, creating nothing
+        known = [(t.topic_id, core.topics.name_of(t.topic_id)) for t in req.topics if t.topic_id.int]
+        names = sorted({name for _, name in known if name is not None})
+        unknown_ids = [TopicMeta(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None, topic_id=topic_id,
+                                 is_internal=False, partitions=[], authorized_operations=None)
+                       for topic_id, name in known if name is None]
     else:
         names = [t.name for t in req.topics]
-    auto_create = core.config.auto_create_topics and (version < 4 or req.allow_auto_topic_creation)
+    auto_create = (core.config.auto_create_topics and (version < 4 or req.allow_auto_topic_creation)
+                   and not unknown_ids and not (version >= 12 and req.topics and req.topics[0].name is None))
     if auto_create:
         wanted = {n for n in names if n is not None and n not in core.topics.topics and not validate_topic_name(n)}
         partitions = len(wanted) * core.config.default_partitions
@@ -67,6 +78,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             topics.append(_topic(ctx, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
         else:
             topics.append(_topic(ctx, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    topics += unknown_ids
     brokers = [Broker(node_id=n.node_id, host=n.host, port=n.port, rack=None) for n in core.live_nodes()]
     return MetadataResponse(
         version=version, throttle_time_ms=0, brokers=brokers, cluster_id=core.cluster_id,
