@@ -14,6 +14,7 @@ from pathlib import Path
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from ..clock import Clock
+from ..protocol.consumer_group_heartbeat import new_member_id as consumer_member_id
 from .config import CoordinatorConfig
 from .faults import FaultInjector
 from .memory_pool import RequestMemoryPool
@@ -75,6 +76,10 @@ class ClusterCore:
     def new_member_id(self, client_id: str) -> str:
         """A member id as Kafka makes them: the client id and a random UUID."""
         return f"{client_id}-{uuid.UUID(int=self.rng.getrandbits(128), version=4)}"
+
+    def new_consumer_member_id(self) -> str:
+        """A consumer-protocol member id as Kafka makes one for a v0 member: a random UUID in base64."""
+        return consumer_member_id(self.rng)
 
     # -- leadership ----------------------------------------------------------------------
     def live_nodes(self) -> list[BrokerNode]:

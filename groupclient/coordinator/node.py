@@ -52,7 +52,8 @@ class BrokerNode:
         self.host = host
         self.port = port
         self.live = False
-        self.coordinator = GroupCoordinator(core.config, core.group_store, node_id, core.new_member_id)
+        self.coordinator = GroupCoordinator(core.config, core.group_store, node_id, core.new_member_id,
+                                            core.new_consumer_member_id)
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[Any]] = set()
         self._timer: TimerHandle | None = None

@@ -16,7 +16,10 @@ from kafka.protocol.admin.groups import (
     DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
     ListGroupsRequest, ListGroupsResponse,
 )
-from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
+from kafka.protocol.admin.topics import (
+    CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.group import (
     HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse,
@@ -55,8 +58,10 @@ class ApiKey(enum.IntEnum):
     SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
     DESCRIBE_CONFIGS = 32
+    CREATE_PARTITIONS = 37
     SASL_AUTHENTICATE = 36
     DELETE_GROUPS = 42
     CONSUMER_GROUP_HEARTBEAT = 68
@@ -128,6 +133,9 @@ API_SPECS: dict[ApiKey, ApiSpec] = {
         # of this decade does; Kafka has 0-1
         ApiSpec(ApiKey.SASL_HANDSHAKE, _read_strictly(SaslHandshakeRequest), SaslHandshakeResponse, 1, 1),
         ApiSpec(ApiKey.SASL_AUTHENTICATE, _read_strictly(SaslAuthenticateRequest), SaslAuthenticateResponse, 0, 2),
+        # Kafka 4.x has 1-6 and 0-3
+        ApiSpec(ApiKey.DELETE_TOPICS, _read_strictly(DeleteTopicsRequest), DeleteTopicsResponse, 1, 6),
+        ApiSpec(ApiKey.CREATE_PARTITIONS, _read_strictly(CreatePartitionsRequest), CreatePartitionsResponse, 0, 3),
         # groups only (a consumer-protocol member asks its session timeout)
         ApiSpec(ApiKey.DESCRIBE_CONFIGS, _read_strictly(DescribeConfigsRequest), DescribeConfigsResponse, 0, 4),
         ApiSpec(ApiKey.CONSUMER_GROUP_HEARTBEAT, _read_strictly(ConsumerGroupHeartbeatRequest),

@@ -134,6 +134,7 @@ def test_a_pattern_subscription_picks_up_a_new_topic(kip848_bootstrap: str) -> N
 ])
 def test_a_refusal_is_raised_once_from_poll_with_what_to_do(kip848_bootstrap: str, setting: dict[str, str],
                                                             code: str, hint: str) -> None:
+    setting = dict(setting)  # the parameter is shared by both clusters
     pattern = setting.pop("pattern", None)
     consumer = GroupConsumer(bootstrap_servers=kip848_bootstrap, group_id=group_name(),
                              group_protocol="consumer", **setting)  # type: ignore[arg-type]

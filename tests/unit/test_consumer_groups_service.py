@@ -138,14 +138,25 @@ def test_the_groups_move_with_their_offsets_partition_and_their_deadlines_start_
     assert answer.member_epoch == 1  # the same member, at the epoch it had
 
 
-def test_a_pattern_is_resolved_by_the_coordinator_and_again_when_a_matching_topic_appears() -> None:
+def test_a_pattern_is_resolved_off_the_heartbeat_and_again_for_a_new_topic_at_most_every_ten_seconds() -> None:
     node = Node()
     first = topics(**{"orders-eu": 2})
     a = node.send(hb("A", 0, join=True, regex="orders-.*"), first)
-    assert sum(len(p) for p in (a.assignment or {}).values()) == 2
+    assert (a.member_epoch, a.assignment) == (1, {})  # not resolved yet: nothing to assign
+    node.h.advance(0)  # the resolution runs (Kafka's background executor): the epoch moves
+    a = node.send(hb("A", 1, []), first)
+    assert a.member_epoch == 2 and sum(len(p) for p in (a.assignment or {}).values()) == 2
+    owned_eu = list(a.assignment[first["orders-eu"][0]])  # type: ignore[index]
     both = topics(**{"orders-eu": 2, "orders-us": 3, "other": 1})
-    a = node.send(hb("A", a.member_epoch, [], regex=None), both)
-    assert a.member_epoch == 2  # the new topic moved the group epoch
+    node.h.advance(5_000)
+    a = node.send(hb("A", 2, owned_eu), both)
+    node.h.advance(0)
+    assert node.send(hb("A", 2, owned_eu), both).member_epoch == 2  # within 10 s of the last resolution
+    node.h.advance(5_000)
+    node.send(hb("A", 2, owned_eu), both)
+    node.h.advance(0)
+    a = node.send(hb("A", 2, owned_eu), both)
+    assert a.member_epoch == 3  # the new topic moved the group epoch
     assert sorted(len(p) for p in (a.assignment or {}).values()) == [2, 3]
 
 
@@ -192,6 +203,27 @@ def test_who_may_fetch_a_consumer_groups_offsets() -> None:
     assert fetch(node.coordinator, "g", None, None, -1)[0] is E.NONE  # an admin tool
     assert fetch(node.coordinator, "g", None, "A", 0)[0] is E.STALE_MEMBER_EPOCH
     assert fetch(node.coordinator, "g", None, "B", 1)[0] is E.UNKNOWN_MEMBER_ID
+    assert fetch(node.coordinator, "g", None, "", -1)[0] is E.UNKNOWN_MEMBER_ID  # only null skips the check
+
+
+def test_a_static_member_that_left_is_still_a_member_for_commits() -> None:
+    node = Node()
+    node.send(hb("A", 0, join=True, instance_id="i-a"))
+    node.send(hb("A", -2, instance_id="i-a"))
+    commit = [OffsetToCommit("orders", 0, 5)]
+    assert commit_offsets(node.coordinator, "g", 1, "A", None, commit, 0, node.h.now) == {
+        ("orders", 0): E.STALE_MEMBER_EPOCH}  # it is at epoch -2 now
+    assert commit_offsets(node.coordinator, "g", -1, "", None, commit, 0, node.h.now) == {
+        ("orders", 0): E.UNKNOWN_MEMBER_ID}  # the group is not empty
+
+
+def test_a_commit_with_a_member_epoch_to_a_group_that_is_not_there() -> None:
+    node = Node()
+    commit = [OffsetToCommit("orders", 0, 5)]
+    assert commit_offsets(node.coordinator, "nope", 3, "A", None, commit, 0, node.h.now, 9) == {
+        ("orders", 0): E.GROUP_ID_NOT_FOUND}
+    assert commit_offsets(node.coordinator, "nope", 3, "A", None, commit, 0, node.h.now, 8) == {
+        ("orders", 0): E.ILLEGAL_GENERATION}
 
 
 def test_an_empty_consumer_group_takes_admin_commits() -> None:

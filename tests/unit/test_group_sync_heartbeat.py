@@ -120,11 +120,11 @@ def test_offset_commit_fencing_and_fetch() -> None:
 
     def commit(generation: int, member: str, group: str = "g", metadata: str | None = "m") -> str:
         codes = commit_offsets(c, group, generation, member, None,
-                               [OffsetToCommit("t", 0, 42, metadata=metadata)], 1234, h.now)
+                               [OffsetToCommit("t", 0, 42, metadata=metadata)], 1234, h.now, api_version=8)
         return codes[("t", 0)].name
 
     assert commit(-1, "", group="simple") == "NONE"  # a group that only stores offsets
-    assert commit(3, "x", group="nogroup") == "ILLEGAL_GENERATION"
+    assert commit(3, "x", group="nogroup") == "ILLEGAL_GENERATION"  # v9 names it GROUP_ID_NOT_FOUND
     leader, follower = _two_joined(h)
     assert commit(1, leader) == "REBALANCE_IN_PROGRESS"  # CompletingRebalance
     h.sync(leader, 1, {leader: b"", follower: b""})

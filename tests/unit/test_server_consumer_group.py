@@ -73,7 +73,8 @@ def test_an_unknown_member_and_an_invalid_join_are_refused_with_kafkas_messages(
     with pytest.raises(HeartbeatError, match="TopicPartitions must be empty when") as bad:
         group.heartbeat(hb("A", 0, [1], topics=["orders"], rebalance_timeout_ms=1000), 0, TOPICS)
     assert bad.value.code == E.INVALID_REQUEST
-    with pytest.raises(HeartbeatError, match="SubscribedTopicNames or SubscribedTopicRegex must be set"):
+    needs = r"Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when \(re-\)joining."
+    with pytest.raises(HeartbeatError, match=needs):
         group.heartbeat(hb("A", 0, [], topics=None, rebalance_timeout_ms=1000), 0, TOPICS)
     with pytest.raises(HeartbeatError, match="MemberId can't be empty"):
         group.heartbeat(hb("", 0, join=True), 0, TOPICS)
@@ -94,7 +95,8 @@ def test_a_static_member_back_within_its_session_gets_its_partitions_and_a_live_
     group.heartbeat(hb("A", 0, join=True, instance="i-a"), 0, TOPICS)
     with pytest.raises(HeartbeatError) as held:
         group.heartbeat(hb("A2", 0, join=True, instance="i-a"), 0, TOPICS)
-    assert held.value.code == E.UNRELEASED_INSTANCE_ID and "owned by member A" in held.value.message
+    assert held.value.code == E.UNRELEASED_INSTANCE_ID
+    assert held.value.message == "Static member A2 with instance id i-a cannot join the group because the instance id is owned by A member."
     epoch = group.epoch
     group.heartbeat(hb("A", -2, instance="i-a"), 100, TOPICS)
     back = group.heartbeat(hb("A2", 0, join=True, instance="i-a"), 5000, TOPICS)
@@ -114,3 +116,67 @@ def test_sessions_and_rebalance_timeouts_end_in_removal() -> None:
         group.heartbeat(hb("A", 1, [0, 1, 2]), 5001, TOPICS)
     assert gone.value.code == E.UNKNOWN_MEMBER_ID
     assert group.expire(12_500) == ["B"]  # no heartbeat within the session
+
+
+def refused(group: ConsumerGroup, request: Any, now: int = 0) -> tuple[ErrorCode, str | None]:
+    with pytest.raises(HeartbeatError) as error:
+        group.heartbeat(request, now, TOPICS)
+    return error.value.code, error.value.message
+
+
+def test_a_known_member_joining_again_is_fenced_unless_its_first_answer_was_lost() -> None:
+    """Kafka 4.1 (seen live): epoch 0 with a known member id is checked like any other epoch."""
+    group = ConsumerGroup("g")
+    assert group.heartbeat(hb("A", 0, join=True), 0, TOPICS).member_epoch == 1
+    assert group.heartbeat(hb("A", 0, join=True), 0, TOPICS).member_epoch == 1  # its previous epoch is 0
+    group.heartbeat(hb("B", 0, join=True), 0, TOPICS)
+    kept = got(group.heartbeat(hb("A", 1, [0, 1, 2, 3, 4, 5]), 0, TOPICS)) or []
+    group.heartbeat(hb("A", 1, kept), 0, TOPICS)  # epoch 2 now, previous 1
+    code, message = refused(group, hb("A", 0, join=True))
+    assert code is E.FENCED_MEMBER_EPOCH and "smaller member epoch (0) than the one known by the group " \
+        "coordinator (2)" in (message or "")
+
+
+def test_a_static_member_that_left_stays_at_epoch_minus_two_holding_its_partitions_until_its_session_ends() -> None:
+    group = ConsumerGroup("g", GroupSettings(session_timeout_ms=10000))
+    group.heartbeat(hb("A", 0, join=True, instance="i-a"), 0, TOPICS)
+    group.heartbeat(hb("A", 1, [0, 1, 2, 3, 4, 5], instance="i-a"), 4000, TOPICS)
+    epoch = group.epoch
+    assert group.heartbeat(hb("A", -2, instance="i-a"), 6000, TOPICS).member_epoch == -2
+    assert group.members["A"].assignment.epoch == -2 and group.epoch == epoch  # still a member, no rebalance
+    assert group.state == "Reconciling"
+    code, message = refused(group, hb("A", 1, [0, 1, 2, 3, 4, 5], instance="i-a"), 7000)
+    assert code is E.FENCED_MEMBER_EPOCH and "greater member epoch (1)" in (message or "")
+    assert group.expire(13_999) == [] and group.expire(14_000) == ["A"]  # the session ran from its last heartbeat
+    assert group.epoch == epoch + 1
+
+
+def test_a_static_members_instance_is_checked_before_its_epoch() -> None:
+    group = ConsumerGroup("g")
+    group.heartbeat(hb("A", 0, join=True, instance="i-a"), 0, TOPICS)
+    assert refused(group, hb("A", 1, [], instance="i-x")) == (E.UNKNOWN_MEMBER_ID, "Instance id i-x is unknown.")
+    assert refused(group, hb("Z", 1, [], instance="i-a")) == (
+        E.FENCED_INSTANCE_ID, "Static member Z with instance id i-a was fenced by member A.")
+    assert refused(group, hb("Z", -1, instance="i-a")) == (
+        E.FENCED_INSTANCE_ID, "Static member Z with instance id i-a was fenced by member A.")
+
+
+def test_a_full_group_refuses_any_member_it_does_not_know_holders_that_left_counted() -> None:
+    group = ConsumerGroup("g", GroupSettings(max_size=1))
+    group.heartbeat(hb("A", 0, join=True, instance="i-a"), 0, TOPICS)
+    group.heartbeat(hb("A", -2, instance="i-a"), 0, TOPICS)
+    full = (E.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum capacity of 1 members.")
+    assert refused(group, hb("B", 0, join=True)) == full
+    assert refused(group, hb("A2", 0, join=True, instance="i-a")) == full  # even the instance coming back
+    assert refused(group, hb("C", 5, [])) == full  # checked before the member is looked up
+
+
+def test_the_assignor_rack_and_rebalance_timeout_do_not_move_the_group_epoch() -> None:
+    group = ConsumerGroup("g")
+    group.heartbeat(hb("A", 0, join=True), 0, TOPICS)
+    epoch = group.epoch
+    group.heartbeat(hb("A", 1, [0, 1, 2, 3, 4, 5], server_assignor="range", rack_id="r1", rebalance_timeout_ms=5),
+                    0, TOPICS)
+    assert group.epoch == epoch and group.members["A"].server_assignor == "range"
+    assert refused(group, hb("A", 1, [0, 1, 2, 3, 4, 5], server_assignor="nope")) == (
+        E.UNSUPPORTED_ASSIGNOR, "ServerAssignor nope is not supported. Supported assignors: uniform, range.")

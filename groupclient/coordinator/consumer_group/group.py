@@ -3,16 +3,19 @@ in, its answer out, with the rules of Kafka 4.1's ``GroupMetadataManager``.  No 
 given), no I/O, no lock: the coordinator's group core owns it and calls it under its own
 discipline.
 
-- The **group epoch** grows whenever a member joins, leaves, or changes what it subscribes to;
-  the **target assignment** is computed again (the group's assignor) when the group epoch moved
-  past the assignment's epoch; each member then moves towards its target as
-  :mod:`.reconciliation` says (revoke first, receive only what others released).
-- A heartbeat at the wrong epoch is FENCED_MEMBER_EPOCH (the previous epoch is accepted while the
-  member's owned partitions are a subset of what it has, as Kafka does); an unknown member is
-  UNKNOWN_MEMBER_ID; a static member's instance id held by a live member is UNRELEASED_INSTANCE_ID.
-- Epoch -1 leaves; -2 (a static member) keeps its partitions for its instance id until its session
-  ends, and the same instance id joining meanwhile takes its place without a rebalance.  Sessions
-  and rebalance timeouts are deadlines :meth:`ConsumerGroup.expire` checks.
+- The **group epoch** grows when the topic names a member subscribes to change (a new member's
+  included), when a member is removed, and when the metadata of the subscribed topics changes (a
+  topic created, deleted, re-created or grown; a pattern resolved to other topics) — not for an
+  assignor, rack or timeout change; the **target assignment** is computed again (the assignor most
+  members ask for) when the group epoch moved past the assignment's epoch; each member then moves
+  towards its target as :mod:`.reconciliation` says (revoke first, receive only what others released).
+- A heartbeat at a greater epoch, or at a smaller one that is not the previous epoch with owned
+  partitions it still has, is FENCED_MEMBER_EPOCH — a join (epoch 0) of a known member id too;
+  an unknown member is UNKNOWN_MEMBER_ID; a static member's instance id held by a live member is
+  UNRELEASED_INSTANCE_ID, held by another member id FENCED_INSTANCE_ID.
+- Epoch -1 leaves; -2 (a static member) stays at epoch -2 holding its partitions until its session
+  (counted from its last heartbeat) ends, and the same instance id joining meanwhile takes its place
+  without a rebalance.  Sessions and rebalance timeouts are deadlines :meth:`ConsumerGroup.expire` checks.
 """
 
 from __future__ import annotations
@@ -25,12 +28,13 @@ from ...error_codes import ErrorCode
 from ..config import CoordinatorConfig
 from .assignors import ASSIGNORS, MemberSpec
 from .errors import HeartbeatError
-from .subscriptions import SubscribedTopics, Topics, compile_regex
 from .reconciliation import MemberAssignment, MemberAssignmentState, Partitions, next_assignment
+from .subscriptions import SubscribedTopics, Topics, compile_regex
+from .validation import regex_of, validate_heartbeat
 
 E = ErrorCode
 TopicId = uuid.UUID
-__all__ = ["Answer", "ConsumerGroup", "GroupSettings", "HeartbeatError", "Member", "Topics", "validate_heartbeat"]
+__all__ = ["Answer", "ConsumerGroup", "GroupSettings", "HeartbeatError", "Member", "Topics"]
 
 
 @dataclass(frozen=True)
@@ -60,12 +64,19 @@ class Member:
     regex: str | None = None
     server_assignor: str | None = None
     rebalance_timeout_ms: int = 300000
-    assignment: MemberAssignment = field(default_factory=lambda: MemberAssignment(0, -1))
+    assignment: MemberAssignment = field(default_factory=lambda: MemberAssignment(0, 0))
     session_ends_at: int = 0
     revoke_by: int | None = None
     sent: Partitions | None = None  # the assignment its last answer carried
-    left_static: bool = False  # left with epoch -2: its partitions kept for its instance id
     joined_at: int = 0  # for listing members in the order they joined
+
+    @property
+    def left_static(self) -> bool:
+        """Left with epoch -2: its partitions kept for its instance id until its session ends."""
+        return self.assignment.epoch == STATIC_LEFT
+
+
+STATIC_LEFT = -2
 
 
 @dataclass(frozen=True)
@@ -95,55 +106,67 @@ class ConsumerGroup:
     @property
     def state(self) -> str:
         """Kafka's ConsumerGroupState: Empty, Assigning (the target lags the group epoch),
-        Reconciling (a member has not reached the target's epoch yet) or Stable."""
+        Reconciling (a member is not at the target's epoch with all of it yet) or Stable."""
         if not self.members:
             return "Empty"
         if self.assignment_epoch < self.epoch:
             return "Assigning"
-        if any(m.assignment.epoch != self.assignment_epoch
-               or m.assignment.state is not MemberAssignmentState.STABLE
-               for m in self.members.values() if not m.left_static):
+        if any(m.assignment.epoch != self.assignment_epoch or m.assignment.state is not MemberAssignmentState.STABLE
+               for m in self.members.values()):
             return "Reconciling"
         return "Stable"
 
     # -- the heartbeat ---------------------------------------------------------------------------
     def heartbeat(self, request: Any, now: int, topics: Topics, client_id: str = "", client_host: str = "") -> Answer:
         """Apply one heartbeat (``request`` has ConsumerGroupHeartbeatRequest's fields); raises
-        :class:`HeartbeatError` for an error answer."""
-        validate_heartbeat(request)
-        epoch = request.member_epoch
-        if epoch in (-1, -2):
-            return self._leave(request, now)
-        joined = False
-        if epoch == 0:
-            member, joined = self._join(request, client_id, client_host)
+        :class:`HeartbeatError` for an error answer.  ``resolution_due`` says afterwards whether the
+        group's patterns should be resolved (:meth:`resolve_patterns`)."""
+        validate_heartbeat(request, self.settings.assignors)
+        if request.member_epoch in (-1, STATIC_LEFT):
+            return self._leave(request)
+        self._throw_if_full(request.member_id)
+        if request.instance_id is None:
+            member = self._dynamic(request, client_id, client_host)
         else:
-            member = self._known(request)
+            member = self._static(request, client_id, client_host)
+        member.client_id, member.client_host = client_id or member.client_id, client_host or member.client_host
         changed = self._update_subscription(member, request)
         moved = self.subscribed.refresh(self.members.values(), topics)
-        if changed or joined or moved:
+        if changed or moved or self.epoch == 0:
             self.epoch += 1
+        self.resolution_due = self.subscribed.resolution_due(self.members.values(), topics, now)
         member.session_ends_at = now + self.settings.session_timeout_ms
         self._maybe_assign(topics)
         owned = None if request.topic_partitions is None else {
             tp.topic_id: frozenset(tp.partitions) for tp in request.topic_partitions if tp.partitions}
-        before = member.assignment
-        member.assignment = next_assignment(member.member_id, before, self.assignment_epoch,
+        member.assignment = next_assignment(member.member_id, member.assignment, self.assignment_epoch,
                                             self.target.get(member.member_id, {}), owned, self._held_by)
         if member.assignment.state is MemberAssignmentState.UNREVOKED_PARTITIONS:
             if member.revoke_by is None:
                 member.revoke_by = now + member.rebalance_timeout_ms
         else:
             member.revoke_by = None
-        full = epoch == 0 or (request.rebalance_timeout_ms != -1 and request.topic_partitions is not None
-                              and (request.subscribed_topic_names is not None
-                                   or getattr(request, "subscribed_topic_regex", None) is not None))
+        full = request.member_epoch == 0 or (
+            request.rebalance_timeout_ms != -1 and request.topic_partitions is not None
+            and (request.subscribed_topic_names is not None or regex_of(request) is not None))
         assigned = dict(member.assignment.assigned)
         send = full or member.sent is None or assigned != member.sent
         if send:
             member.sent = assigned
         return Answer(member.member_id, member.assignment.epoch, self.settings.heartbeat_interval_ms,
                       assigned if send else None)
+
+    resolution_due = False
+
+    def resolve_patterns(self, now: int, topics: Topics) -> bool:
+        """Resolve the members' patterns (Kafka does it in the background, off the heartbeat);
+        whether the group epoch moved (the patterns matched other topics than before)."""
+        self.resolution_due = False
+        self.subscribed.resolve(self.members.values(), topics, now)
+        if self.subscribed.refresh(self.members.values(), topics):
+            self.epoch += 1
+            return True
+        return False
 
     def _held_by(self, topic: TopicId, partition: int) -> str | None:
         for member in self.members.values():
@@ -152,78 +175,90 @@ class ConsumerGroup:
                 return member.member_id
         return None
 
-    def _join(self, request: Any, client_id: str, client_host: str) -> tuple[Member, bool]:
-        """The member joining (epoch 0), and whether it is new to the group (a static member back
-        within its session takes its predecessor's place and assignment: no rebalance)."""
-        instance = request.instance_id
-        existing = self.members.get(request.member_id)
-        if existing is not None and not existing.left_static:
-            existing.assignment = MemberAssignment(0, -1)  # joins again: it owns nothing (it was fenced)
-            return existing, True
-        if instance is not None:
-            holder = next((m for m in self.members.values() if m.instance_id == instance), None)
-            if holder is not None and not holder.left_static:
-                raise HeartbeatError(E.UNRELEASED_INSTANCE_ID, f"Static member {request.member_id} with instance id "
-                                     f"{instance} cannot join the group {self.group_id} since the instance id is owned "
-                                     f"by member {holder.member_id}.")
-            if holder is not None:
-                del self.members[holder.member_id]
-                member = Member(request.member_id, instance, request.rack_id, client_id, client_host, holder.topics,
-                                holder.regex, holder.server_assignor, holder.rebalance_timeout_ms, holder.assignment)
-                self.target[member.member_id] = self.target.pop(holder.member_id, {})
-                self.members[member.member_id] = member
-                return member, False
-        if len([m for m in self.members.values() if not m.left_static]) >= self.settings.max_size:
+    # -- who sends it ----------------------------------------------------------------------------
+    def _throw_if_full(self, member_id: str) -> None:
+        if len(self.members) >= self.settings.max_size and (not member_id or member_id not in self.members):
             raise HeartbeatError(E.GROUP_MAX_SIZE_REACHED, f"The consumer group has reached its maximum capacity of "
                                  f"{self.settings.max_size} members.")
-        member = Member(request.member_id, instance, request.rack_id, client_id, client_host,
+
+    def _unknown(self, member_id: str) -> HeartbeatError:
+        return HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {self.group_id}.")
+
+    def _new_member(self, request: Any, client_id: str, client_host: str) -> Member:
+        member = Member(request.member_id, request.instance_id, request.rack_id, client_id, client_host,
                         joined_at=self._joins)
         self._joins += 1
         self.members[member.member_id] = member
-        return member, True
-
-    def _known(self, request: Any) -> Member:
-        member = self.members.get(request.member_id)
-        if member is None or member.left_static:
-            raise HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Member {request.member_id} is not a member of group "
-                                 f"{self.group_id}.")
-        current = member.assignment
-        if request.member_epoch != current.epoch:
-            owned = request.topic_partitions
-            subset = owned is not None and all(
-                set(tp.partitions) <= current.assigned.get(tp.topic_id, frozenset()) for tp in owned)
-            if not (request.member_epoch == current.previous_epoch and subset):
-                raise HeartbeatError(E.FENCED_MEMBER_EPOCH, f"The consumer group member has a smaller member epoch "
-                                     f"({request.member_epoch}) than the one known by the group coordinator "
-                                     f"({current.epoch}). The member must abandon all its partitions and rejoin."
-                                     if request.member_epoch < current.epoch else
-                                     f"The consumer group member has a greater member epoch ({request.member_epoch}) "
-                                     f"than the one known by the group coordinator ({current.epoch}). The member "
-                                     "must abandon all its partitions and rejoin.")
         return member
 
+    def _dynamic(self, request: Any, client_id: str, client_host: str) -> Member:
+        member = self.members.get(request.member_id)
+        if member is None:
+            if request.member_epoch != 0:
+                raise self._unknown(request.member_id)
+            return self._new_member(request, client_id, client_host)
+        _check_epoch(member, request)  # a join (epoch 0) of a known id too, as Kafka's
+        return member
+
+    def _static(self, request: Any, client_id: str, client_host: str) -> Member:
+        instance, member_id = request.instance_id, request.member_id
+        holder = next((m for m in self.members.values() if m.instance_id == instance), None)
+        if request.member_epoch == 0:
+            if holder is None:
+                member = self.members.get(member_id)
+                if member is not None:
+                    _check_epoch(member, request)
+                    return member
+                return self._new_member(request, client_id, client_host)
+            if not holder.left_static:
+                raise HeartbeatError(E.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                     f"{instance} cannot join the group because the instance id is owned by "
+                                     f"{holder.member_id} member.")
+            # the instance is back: it takes its predecessor's place and partitions, at epoch 0
+            del self.members[holder.member_id]
+            member = Member(member_id, instance, request.rack_id, client_id, client_host, holder.topics,
+                            holder.regex, holder.server_assignor, holder.rebalance_timeout_ms,
+                            MemberAssignment(0, 0, MemberAssignmentState.STABLE, holder.assignment.assigned),
+                            joined_at=holder.joined_at)
+            self.target[member_id] = self.target.pop(holder.member_id, {})
+            self.members[member_id] = member
+            return member
+        if holder is None:
+            raise HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Instance id {instance} is unknown.")
+        if holder.member_id != member_id:
+            raise self._fenced_instance(member_id, instance, holder)
+        _check_epoch(holder, request)
+        return holder
+
+    @staticmethod
+    def _fenced_instance(member_id: str, instance: str, holder: Member) -> HeartbeatError:
+        return HeartbeatError(E.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance} was "
+                                                    f"fenced by member {holder.member_id}.")
+
     def _update_subscription(self, member: Member, request: Any) -> bool:
+        """Take what the heartbeat states; whether it moves the group epoch (the topic names changed,
+        or the pattern changed to one already resolved)."""
         changed = False
         if request.subscribed_topic_names is not None:
-            names = tuple(sorted(request.subscribed_topic_names))
-            changed |= names != member.topics
+            names = tuple(sorted(set(request.subscribed_topic_names)))
+            changed = names != member.topics
             member.topics = names
-        regex = getattr(request, "subscribed_topic_regex", None)
-        if regex is not None:
-            if regex:
-                compile_regex(regex)  # INVALID_REGULAR_EXPRESSION before anything changes
-            changed |= (regex or None) != member.regex
+        regex = regex_of(request)
+        if regex is not None and (regex or None) != member.regex:
+            if regex and not self.subscribed.is_resolved(regex) and not any(
+                    m.regex == regex for m in self.members.values()):
+                compile_regex(regex)  # INVALID_REGULAR_EXPRESSION when new to the group
             member.regex = regex or None
+            changed = changed or (member.regex is not None and self.subscribed.is_resolved(member.regex))
         if request.server_assignor is not None:
-            if request.server_assignor not in self.settings.assignors:
-                raise HeartbeatError(E.UNSUPPORTED_ASSIGNOR, f"Assignor {request.server_assignor} is not supported. "
-                                     f"Supported assignors: {', '.join(self.settings.assignors)}.")
-            changed |= request.server_assignor != member.server_assignor
             member.server_assignor = request.server_assignor
+        if request.rack_id is not None:
+            member.rack_id = request.rack_id
         if request.rebalance_timeout_ms != -1:
             member.rebalance_timeout_ms = request.rebalance_timeout_ms
         return changed
 
+    # -- the target assignment ---------------------------------------------------------------------
     def _maybe_assign(self, topics: Topics) -> None:
         if self.assignment_epoch >= self.epoch:
             return
@@ -245,59 +280,61 @@ class ConsumerGroup:
         return min(counts, key=lambda name: (-counts[name], name))
 
     # -- leaving and expiring ----------------------------------------------------------------------
-    def _leave(self, request: Any, now: int) -> Answer:
-        member = self.members.get(request.member_id)
-        if member is None or member.left_static:
-            raise HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Member {request.member_id} is not a member of group "
-                                 f"{self.group_id}.")
-        if request.member_epoch == -2 and member.instance_id is not None:
-            # stays, holding its partitions for its instance id until its session ends
-            member.left_static = True
-            member.session_ends_at = now + self.settings.session_timeout_ms
+    def _leave(self, request: Any) -> Answer:
+        member_id, instance = request.member_id, request.instance_id
+        if instance is None:
+            member = self.members.get(member_id)
+            if member is None:
+                raise self._unknown(member_id)
         else:
+            member = next((m for m in self.members.values() if m.instance_id == instance), None)
+            if member is None:
+                raise HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Instance id {instance} is unknown.")
+            if member.member_id != member_id:
+                raise self._fenced_instance(member_id, instance, member)
+        if request.member_epoch == STATIC_LEFT:
+            # stays at epoch -2 with what it owns; its session runs on from its last heartbeat
+            member.assignment = MemberAssignment(STATIC_LEFT, member.assignment.epoch, MemberAssignmentState.STABLE,
+                                                 member.assignment.assigned)
+            member.revoke_by = None
+        else:
+            self._remove([member])
+        return Answer(member_id, request.member_epoch, 0, None)
+
+    def _remove(self, members: list[Member]) -> None:
+        for member in members:
             del self.members[member.member_id]
             self.target.pop(member.member_id, None)
-            self.subscribed.refresh(self.members.values())
-            self.epoch += 1
-        return Answer(member.member_id, request.member_epoch, 0, None)
+        self.subscribed.refresh(self.members.values(), self.subscribed_topics())
+        self.epoch += 1
+
+    def subscribed_topics(self) -> Topics:
+        """The subscribed topics' metadata as last looked at (what a removal compares against)."""
+        return self.subscribed.metadata
 
     def expire(self, now: int) -> list[str]:
         """Remove members whose session ended (static members that left and did not come back
         too) or that did not give partitions up within their rebalance timeout (fenced); their ids."""
         gone = [m for m in self.members.values()
                 if now >= m.session_ends_at or (m.revoke_by is not None and now >= m.revoke_by)]
-        for member in gone:
-            del self.members[member.member_id]
-            self.target.pop(member.member_id, None)
         if gone:
-            self.subscribed.refresh(self.members.values())
-            self.epoch += 1
+            self._remove(gone)
         return [m.member_id for m in gone]
 
 
-def validate_heartbeat(request: Any) -> None:
-    """Kafka's ``throwIfConsumerGroupHeartbeatRequestIsInvalid``: INVALID_REQUEST with its messages."""
-    def invalid(message: str) -> HeartbeatError:
-        return HeartbeatError(E.INVALID_REQUEST, message)
-
-    epoch = request.member_epoch
-    if not request.group_id:
-        raise invalid("GroupId can't be empty.")
-    if not request.member_id and (request.version >= 1 or epoch > 0 or epoch == -1):
-        raise invalid("MemberId can't be empty.")
-    if request.instance_id is not None and not request.instance_id:
-        raise invalid("InstanceId can't be empty.")
-    if request.rack_id is not None and not request.rack_id:
-        raise invalid("RackId can't be empty.")
-    if epoch == 0:
-        if request.rebalance_timeout_ms == -1:
-            raise invalid("RebalanceTimeoutMs must be provided in first request.")
-        if request.topic_partitions is None or request.topic_partitions:
-            raise invalid("TopicPartitions must be empty when (re-)joining.")
-        if request.subscribed_topic_names is None and getattr(request, "subscribed_topic_regex", None) is None:
-            raise invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
-    elif epoch == -2 and request.instance_id is None:
-        raise invalid("InstanceId can't be null.")
-    elif epoch < -2:
-        raise invalid(f"MemberEpoch is invalid: {epoch}.")
-
+def _check_epoch(member: Member, request: Any) -> None:
+    """Kafka's throwIfConsumerGroupMemberEpochIsInvalid: a greater epoch is fenced; a smaller one
+    only passes as the previous epoch with owned partitions the member still has (its answer was lost)."""
+    received, current = request.member_epoch, member.assignment.epoch
+    if received > current:
+        raise HeartbeatError(E.FENCED_MEMBER_EPOCH, f"The consumer group member has a greater member epoch "
+                             f"({received}) than the one known by the group coordinator ({current}). The member "
+                             "must abandon all its partitions and rejoin.")
+    if received < current:
+        owned = request.topic_partitions
+        subset = owned is not None and all(
+            set(tp.partitions) <= member.assignment.assigned.get(tp.topic_id, frozenset()) for tp in owned)
+        if received != member.assignment.previous_epoch or not subset:
+            raise HeartbeatError(E.FENCED_MEMBER_EPOCH, f"The consumer group member has a smaller member epoch "
+                                 f"({received}) than the one known by the group coordinator ({current}). The "
+                                 "member must abandon all its partitions and rejoin.")

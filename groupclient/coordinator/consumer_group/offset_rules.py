@@ -1,7 +1,9 @@
 """Who may commit and fetch a consumer-protocol group's offsets (Kafka 4.1's
-``ConsumerGroup.validateOffsetCommit`` and ``validateOffsetFetch``): a member, at its current
-epoch; or, with epoch -1 and no member id, anyone (an admin tool, a consumer that assigns its own
-partitions) — for a commit only while the group has no members."""
+``ConsumerGroup.validateOffsetCommit`` and ``validateOffsetFetch``): a member at its current epoch
+exactly (no previous-epoch allowance; a static member that left is at epoch -2); or anyone
+committing with a negative epoch while the group has no members (an admin tool, a consumer that
+assigns its own partitions); or anyone fetching with no member id (null, not "") and a negative
+epoch.  A commit is no heartbeat here, as in Kafka."""
 
 from __future__ import annotations
 
@@ -12,10 +14,8 @@ E = ErrorCode
 
 
 def _member_epoch(group: ConsumerGroup, member_id: str | None) -> int | None:
-    member = group.members.get(member_id or "")
-    if member is None or member.left_static:
-        return None
-    return member.assignment.epoch
+    member = group.members.get(member_id) if member_id is not None else None
+    return None if member is None else member.assignment.epoch
 
 
 def offset_commit_error(group: ConsumerGroup, member_id: str, epoch: int, api_version: int) -> ErrorCode:
@@ -33,7 +33,7 @@ def offset_commit_error(group: ConsumerGroup, member_id: str, epoch: int, api_ve
 
 def offset_fetch_error(group: ConsumerGroup, member_id: str | None, epoch: int) -> ErrorCode:
     """The error a fetch of the group's committed offsets is answered, or NONE."""
-    if not member_id and epoch < 0:
+    if member_id is None and epoch < 0:
         return E.NONE
     current = _member_epoch(group, member_id)
     if current is None:

@@ -23,7 +23,8 @@ from ...error_codes import ErrorCode
 from ..config import CoordinatorConfig
 from ..group.timers import TimerQueue
 from .errors import HeartbeatError
-from .group import Answer, ConsumerGroup, GroupSettings, Member, validate_heartbeat
+from .group import Answer, ConsumerGroup, GroupSettings, Member
+from .validation import validate_heartbeat
 from .subscriptions import Topics
 
 log = logging.getLogger("groupclient.coordinator.group")
@@ -43,10 +44,11 @@ class ConsumerGroups:
 
     def __init__(self, config: CoordinatorConfig, registry: dict[str, ConsumerGroup], timers: TimerQueue,
                  owns: Callable[[str], bool], classic: Mapping[str, ClassicGroupView],
-                 drop_classic: Callable[[str], None]) -> None:
+                 drop_classic: Callable[[str], None], new_member_id: Callable[[], str]) -> None:
         """``registry``: the cluster's consumer groups (every node's); ``owns(group_id)``: whether
         this node coordinates the id; ``classic``: this node's classic groups, and
-        ``drop_classic`` deletes an empty one whose id a consumer group takes over."""
+        ``drop_classic`` deletes an empty one whose id a consumer group takes over;
+        ``new_member_id()`` names a v0 member that joins without an id (a UUID, as Kafka's)."""
         self.config = config
         self.settings = GroupSettings.of(config)
         self._registry = registry
@@ -54,6 +56,8 @@ class ConsumerGroups:
         self._owns = owns
         self._classic = classic
         self._drop_classic = drop_classic
+        self._new_member_id = new_member_id  # for a v0 member that joins without an id
+        self._topics: Topics = {}  # the cluster's topics as the last heartbeat saw them
 
     # -- lookups ---------------------------------------------------------------------------------
     def get(self, group_id: str) -> ConsumerGroup | None:
@@ -72,27 +76,41 @@ class ConsumerGroups:
     # -- ConsumerGroupHeartbeat ------------------------------------------------------------------
     def heartbeat(self, request: Any, now: int, topics: Topics, client_id: str, client_host: str) -> Answer:
         """Apply one heartbeat; raises HeartbeatError for an error answer."""
-        validate_heartbeat(request)  # before anything else, as Kafka's GroupCoordinatorService
+        validate_heartbeat(request, self.settings.assignors)  # first, as Kafka's GroupCoordinatorService
         group_id = request.group_id
         if not self._owns(group_id):
             raise HeartbeatError(E.NOT_COORDINATOR, None)
         group = self._registry.get(group_id) or self._create(request)
+        if not request.member_id:
+            request.member_id = self._new_member_id()  # v0: the coordinator names a joining member
+        self._topics = topics
         answer = group.heartbeat(request, now, topics, client_id, client_host)
         self._arm(group, request.member_id)
+        if group.resolution_due and ("consumer-regex", group_id) not in self._timers:
+            # resolved off the heartbeat, as Kafka resolves patterns in the background
+            self._timers.schedule(("consumer-regex", group_id), now, lambda t: self._resolve(group, t))
         return answer
 
+    def _resolve(self, group: ConsumerGroup, now: int) -> None:
+        if self._registry.get(group.group_id) is group and self._owns(group.group_id):
+            if group.resolve_patterns(now, self._topics):
+                log.info("group %s: its patterns now match other topics; group epoch %d", group.group_id, group.epoch)
+
     def _create(self, request: Any) -> ConsumerGroup:
+        """A new consumer group for a joining member, or Kafka's refusal."""
         group_id = request.group_id
         classic = self._classic.get(group_id)
+        leaving = request.member_epoch in (-1, -2)
         if classic is not None:
             if classic.members or request.member_epoch != 0:
+                # an online upgrade of a live classic group is not done here (see docs/coordinator.md)
                 raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
             # an empty classic group (offsets only) becomes a consumer group, as in Kafka
             log.info("group %s: the empty classic group becomes a consumer group", group_id)
             self._drop_classic(group_id)
         if request.member_epoch != 0:
-            raise HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Member {request.member_id} is not a member of group "
-                                 f"{group_id}.")
+            raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found." if leaving
+                                 else f"Consumer group {group_id} not found.")
         group = ConsumerGroup(group_id, self.settings)
         self._registry[group_id] = group
         log.info("group %s: consumer group created", group_id)
@@ -125,9 +143,11 @@ class ConsumerGroups:
         if self._registry.get(group.group_id) is not group or not self._owns(group.group_id):
             return
         for member_id in group.expire(now):
-            log.info("group %s: member %s removed (its session or its rebalance timeout ended)",
-                     group.group_id, member_id)
+            log.info("group %s: member %s removed (its session or its rebalance timeout ended); group epoch %d",
+                     group.group_id, member_id, group.epoch)
             self._timers.cancel(("consumer", group.group_id, member_id))
+        for member in group.members.values():
+            self._arm(group, member.member_id)  # whoever is left keeps its own deadline
 
     # -- moving with the offsets partitions ------------------------------------------------------
     def load(self, partition_of: Callable[[str], int], partition: int, now: int) -> None:

@@ -42,34 +42,65 @@ def compile_regex(pattern: str) -> re.Pattern[str]:
                          f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: {what}.")
 
 
+# Kafka 4.1's GroupMetadataManager: patterns are resolved in the background, at most once per
+# batch interval, and again when a topic was created or the refresh interval passed
+REGEX_BATCH_REFRESH_INTERVAL_MS = 10_000
+REGEX_REFRESH_INTERVAL_MS = 600_000  # group.consumer.regex.refresh.interval.ms
+
+
 class SubscribedTopics:
-    """The topics a group's members subscribe to, and their metadata when last looked at."""
+    """The topics a group's members subscribe to, and their metadata when last looked at.
+
+    Patterns are resolved by :meth:`resolve` only (the coordinator runs it off the heartbeat, as
+    Kafka resolves them in the background); until then a new pattern matches nothing."""
 
     def __init__(self) -> None:
         self.metadata: dict[str, tuple[TopicId, int]] = {}  # subscribed and existing
-        self._topics: Topics = {}
-        self._matches: dict[str, frozenset[str]] = {}  # pattern -> the topic names it matches
+        self._matches: dict[str, frozenset[str]] = {}  # pattern -> the topic names it matched
+        self._resolved_at: int | None = None
+        self._names_at_resolution: frozenset[str] = frozenset()
+        self._seen: Topics | None = None  # the last topics looked at for new names
+        self._new_topics = False
 
     def topics_of(self, member: Subscriber) -> frozenset[str]:
         """The names a member subscribes to, its pattern's matches included."""
         matched = self._matches.get(member.regex, frozenset()) if member.regex else frozenset()
         return frozenset(member.topics) | matched
 
-    def refresh(self, members: Iterable[Subscriber], topics: Topics | None = None) -> bool:
-        """Look again (at ``topics``, or at the topics last given); whether the metadata of what
-        the members subscribe to changed."""
-        members = list(members)
-        if topics is not None and topics is not self._topics:
-            self._topics = topics
-            self._matches = {}
-        for pattern in {m.regex for m in members if m.regex} - set(self._matches):
-            compiled = compile_regex(pattern)
-            self._matches[pattern] = frozenset(name for name in self._topics if compiled.fullmatch(name))
+    def is_resolved(self, pattern: str) -> bool:
+        """Whether the pattern's matches are known."""
+        return pattern in self._matches
+
+    def refresh(self, members: Iterable[Subscriber], topics: Topics) -> bool:
+        """Whether the metadata of what the members subscribe to changed since last looked at."""
         names: set[str] = set()
         for member in members:
             names |= self.topics_of(member)
-        current = {name: self._topics[name] for name in sorted(names) if name in self._topics}
+        current = {name: topics[name] for name in sorted(names) if name in topics}
         if current == self.metadata:
             return False
         self.metadata = current
         return True
+
+    def resolution_due(self, members: Iterable[Subscriber], topics: Topics, now: int) -> bool:
+        """Whether the patterns should be resolved again: one is new, a topic was created since, or
+        the refresh interval passed — and the last resolution is a batch interval old."""
+        patterns = {m.regex for m in members if m.regex}
+        if not patterns:
+            return False
+        if topics is not self._seen:
+            self._seen = topics
+            self._new_topics = self._new_topics or not set(topics) <= self._names_at_resolution
+        if self._resolved_at is not None and now < self._resolved_at + REGEX_BATCH_REFRESH_INTERVAL_MS:
+            return False
+        return (bool(patterns - set(self._matches)) or self._new_topics
+                or (self._resolved_at is not None and now > self._resolved_at + REGEX_REFRESH_INTERVAL_MS))
+
+    def resolve(self, members: Iterable[Subscriber], topics: Topics, now: int) -> None:
+        """Match every pattern in use against the topics' names (whole names, as RE2/J's matches())."""
+        patterns = {m.regex for m in members if m.regex}
+        self._matches = {p: frozenset(name for name in topics if compile_regex(p).fullmatch(name))
+                         for p in sorted(patterns)}
+        self._resolved_at = now
+        self._names_at_resolution = frozenset(topics)
+        self._new_topics = False

@@ -38,7 +38,10 @@ class GroupCoordinator:
         store: GroupStore,
         node_id: int,
         new_member_id: Callable[[str], str],
+        new_consumer_member_id: Callable[[], str] | None = None,
     ) -> None:
+        """``new_member_id(client_id)`` names a classic member, ``new_consumer_member_id()`` a
+        consumer-protocol member that joins without an id (v0; a random UUID, as Kafka's)."""
         self.config = config
         self.store = store
         self.node_id = node_id
@@ -48,7 +51,8 @@ class GroupCoordinator:
         self._new_member_id = new_member_id  # the cluster's: random ids from its injected source
         # the consumer-protocol groups: same ids namespace, same timers, same partitions
         self.consumer = ConsumerGroups(config, store.consumer_groups, self.timers, self.is_coordinator_for,
-                                       self.groups, self._drop_empty_classic)
+                                       self.groups, self._drop_empty_classic,
+                                       new_consumer_member_id or (lambda: new_member_id("")[1:]))
 
     # -- placement -----------------------------------------------------------------------
     def partition_for(self, group_id: str) -> int:

@@ -47,7 +47,8 @@ def commit_offsets(
                 # a "simple" commit: the group only uses the coordinator to store offsets
                 group = coordinator.groups[group_id] = Group(group_id, empty_since_ms=now)
             else:
-                error = E.ILLEGAL_GENERATION
+                # a member epoch (v9) names a consumer-protocol group that is not there
+                error = E.GROUP_ID_NOT_FOUND if api_version >= 9 else E.ILLEGAL_GENERATION
         if group is not None:
             error = _member_may_commit(coordinator, group, generation_id, member_id, instance_id, now)
     results: dict[TopicPartition, ErrorCode] = {}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ...protocol.apis import ApiKey
 from . import (
-    api_versions, consumer_group_describe, consumer_group_heartbeat, create_topics, describe_configs, delete_groups, describe_groups, fetch, find_coordinator, heartbeat,
+    api_versions, consumer_group_describe, consumer_group_heartbeat, create_partitions, create_topics, delete_topics,
+    describe_configs, delete_groups, describe_groups, fetch, find_coordinator, heartbeat,
     init_producer_id, join_group, leave_group, list_groups, list_offsets, metadata, offset_commit,
     offset_fetch, produce, sasl, sync_group,
 )
@@ -31,6 +32,8 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.SASL_HANDSHAKE: sasl.HANDSHAKE,
     ApiKey.SASL_AUTHENTICATE: sasl.AUTHENTICATE,
     ApiKey.DESCRIBE_CONFIGS: describe_configs.HANDLER,
+    ApiKey.DELETE_TOPICS: delete_topics.HANDLER,
+    ApiKey.CREATE_PARTITIONS: create_partitions.HANDLER,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat.HANDLER,
     ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe.HANDLER,
 }

@@ -40,7 +40,7 @@ def _member(ctx: RequestContext, group: ConsumerGroup, member: Member) -> Any:
         member_id=member.member_id, instance_id=member.instance_id, rack_id=member.rack_id,
         member_epoch=member.assignment.epoch if not member.left_static else -2,
         client_id=member.client_id, client_host=member.client_host,
-        subscribed_topic_names=list(member.topics), subscribed_topic_regex=member.regex,
+        subscribed_topic_names=list(member.topics), subscribed_topic_regex=member.regex or "",
         assignment=_assignment(ctx, member.assignment.assigned),
         target_assignment=_assignment(ctx, group.target.get(member.member_id, {})),
         member_type=CONSUMER_MEMBER)

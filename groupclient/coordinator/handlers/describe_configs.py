@@ -54,7 +54,7 @@ def _describe(ctx: RequestContext, version: int, resource: Any) -> Any:
               is_sensitive=False, synonyms=[], config_type=kind, documentation=None)
         for name, value, kind in group_settings(ctx.core.config) if wanted is None or name in wanted
     ]
-    return Result(error_code=0, error_message=None, resource_type=GROUP, resource_name=resource.resource_name,
+    return Result(error_code=0, error_message="", resource_type=GROUP, resource_name=resource.resource_name,
                   configs=configs)
 
 

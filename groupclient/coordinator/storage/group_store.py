@@ -109,6 +109,13 @@ class GroupStore:
         if group_id in self.groups or group_id in self.offsets:
             self._write({"type": "delete", "group_id": group_id})
 
+    def forget_topic(self, topic: str) -> None:
+        """A topic was deleted: every group's committed offsets for it go."""
+        for group_id, table in list(self.offsets.items()):
+            gone = [tp for tp in table if tp[0] == topic]
+            if gone:
+                self.delete_offsets(group_id, gone)
+
     def group_ids(self) -> set[str]:
         return set(self.groups) | set(self.offsets)
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from kafka.record.util import calc_crc32c
 
@@ -123,6 +124,20 @@ class PartitionLog:
     @property
     def high_watermark(self) -> int:
         return self.log_end_offset
+
+    @property
+    def journal(self) -> Journal | None:
+        """Where the partition's records are kept, if anywhere."""
+        return self._journal
+
+    def remove(self) -> None:
+        """The partition's topic is deleted: close and delete its journal, forget its records."""
+        if self._journal is not None:
+            self._journal.close()
+            self._journal.path.unlink(missing_ok=True)
+            self._journal = None
+        self.batches.clear()
+        self._last_offsets.clear()
 
     def append(self, records: bytes, max_batch_bytes: int) -> int:
         """Append every batch or none; return the base offset of the first."""
@@ -244,27 +259,71 @@ class TopicStore:
         self.on_append: Callable[[str, int], None] | None = None
         if self._catalog is not None:
             self._journals.append(self._catalog)
+            # the last entry of a name wins: a creation, a growth (more partitions), a deletion
+            catalog: dict[str, dict[str, Any]] = {}
             for entry in self._catalog.replay():
                 record = json.loads(entry)
+                catalog.pop(record["name"], None)  # a re-created name goes last, as it went
+                if not record.get("deleted"):
+                    catalog[record["name"]] = record
+            for record in catalog.values():
                 self._register(self._build(record["name"], record["partitions"], uuid.UUID(record["topic_id"])))
 
     def _build(self, name: str, partitions: int, topic_id: uuid.UUID) -> Topic:
         """The topic in memory, its journals (if any) read, nothing written."""
         topic = Topic(name, topic_id)
-        for index in range(partitions):
+        self._add_partitions(topic, partitions)
+        return topic
+
+    def _add_partitions(self, topic: Topic, count: int) -> None:
+        for index in range(len(topic.partitions), len(topic.partitions) + count):
             journal = None
             if self._dir is not None:
-                journal = Journal(self._dir / "logs" / _journal_name(name, topic_id, index), self._fsync,
+                journal = Journal(self._dir / "logs" / _journal_name(topic.name, topic.topic_id, index), self._fsync,
                                   self._open_files)
                 self._journals.append(journal)
             topic.partitions.append(PartitionLog(journal))
-        return topic
 
     def _register(self, topic: Topic) -> Topic:
         self.topics[topic.name] = topic
         self.partition_count += len(topic.partitions)
+        self._changed()
+        return topic
+
+    def _changed(self) -> None:
         self._ids_and_counts = None
         self._names_by_id = None
+
+    def grow(self, name: str, total: int) -> Topic:
+        """Give a topic more partitions, ``total`` in all (CreatePartitions)."""
+        topic = self.topics[name]
+        if total <= len(topic.partitions):
+            raise ValueError(f"topic {name!r} has {len(topic.partitions)} partitions; it can only grow")
+        added = total - len(topic.partitions)
+        self._add_partitions(topic, added)
+        self.partition_count += added
+        if self._catalog is not None:
+            record = {"name": name, "partitions": total, "topic_id": str(topic.topic_id)}
+            self._catalog.append(json.dumps(record).encode())
+        self._changed()
+        log.info("topic %s grew to %d partitions", name, total)
+        return topic
+
+    def delete(self, name: str) -> Topic:
+        """Delete a topic and its records (DeleteTopics); a topic created later under the same name
+        is another topic, with another id."""
+        topic = self.topics.pop(name)
+        self.partition_count -= len(topic.partitions)
+        removed = {id(j) for j in (p.journal for p in topic.partitions) if j is not None}
+        for partition in topic.partitions:
+            partition.remove()
+        self._journals = [j for j in self._journals if id(j) not in removed]
+        if self._catalog is not None:
+            # after the partitions' files: a crash in between leaves the topic, emptied, not the
+            # files of a deleted topic for a later topic of the same name to read
+            self._catalog.append(json.dumps({"name": name, "deleted": True}).encode())
+        self._changed()
+        log.info("deleted topic %s (%d partitions)", name, len(topic.partitions))
         return topic
 
     def ids_and_counts(self) -> Mapping[str, tuple[uuid.UUID, int]]:
