@@ -177,6 +177,29 @@ class EmbeddedCluster:
             }
         return self._call(describe)
 
+    def describe_consumer_group(self, group_id: str) -> dict[str, Any] | None:
+        """A consumer-protocol group as its coordinator has it (None if there is none): state,
+        group epoch, assignment epoch, assignor, and per member its epoch, what it owns and its
+        target, by topic name."""
+        def describe(core: ClusterCore) -> dict[str, Any] | None:
+            node = core.coordinator_node_for(group_id)
+            group = node.coordinator.consumer.get(group_id) if node else None
+            if group is None:
+                return None
+
+            def named(partitions: Any) -> dict[str, list[int]]:
+                return {core.topics.name_of(t) or str(t): sorted(ps) for t, ps in partitions.items() if ps}
+
+            return {
+                "state": group.state, "epoch": group.epoch, "assignment_epoch": group.assignment_epoch,
+                "assignor": group.assignor_name,
+                "members": {m.member_id: {"instance_id": m.instance_id, "client_id": m.client_id,
+                                          "epoch": m.assignment.epoch, "assignment": named(m.assignment.assigned),
+                                          "target": named(group.target.get(m.member_id, {}))}
+                            for m in group.members.values()},
+            }
+        return self._call(describe)
+
     # -- faults and nodes ----------------------------------------------------------------
     def inject_fault(self, rule: FaultRule) -> None:
         rule = dataclasses.replace(rule)

@@ -101,7 +101,7 @@ class ConsumerGroup:
         # change (a topic created, deleted, re-created or grown) moves the epoch again
         self.subscribed = SubscribedTopics()
         self.assignor_name = self.settings.assignors[0]
-        self._joins = 0
+        self.joins = 0  # members that ever joined: their order in descriptions
 
     @property
     def state(self) -> str:
@@ -186,8 +186,8 @@ class ConsumerGroup:
 
     def _new_member(self, request: Any, client_id: str, client_host: str) -> Member:
         member = Member(request.member_id, request.instance_id, request.rack_id, client_id, client_host,
-                        joined_at=self._joins)
-        self._joins += 1
+                        joined_at=self.joins)
+        self.joins += 1
         self.members[member.member_id] = member
         return member
 

@@ -16,7 +16,7 @@ for a group of the other kind are in :func:`ConsumerGroups.heartbeat` and
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from ...error_codes import ErrorCode
@@ -24,6 +24,7 @@ from ..config import CoordinatorConfig
 from ..group.timers import TimerQueue
 from .errors import HeartbeatError
 from .group import Answer, ConsumerGroup, GroupSettings, Member
+from .reconciliation import MemberAssignmentState
 from .validation import validate_heartbeat
 from .subscriptions import Topics
 
@@ -39,19 +40,30 @@ class ClassicGroupView(Protocol):
     def members(self) -> Mapping[str, Any]: ...
 
 
+class GroupRecords(Protocol):
+    """Where consumer groups are kept (the cluster's GroupStore)."""
+
+    consumer_groups: dict[str, ConsumerGroup]
+
+    def save_consumer_group(self, group: ConsumerGroup, member_ids: Iterable[str] | None = None) -> None: ...
+
+    def delete_consumer_group(self, group_id: str) -> None: ...
+
+
 class ConsumerGroups:
     """The consumer-protocol groups of the offsets partitions one node leads."""
 
-    def __init__(self, config: CoordinatorConfig, registry: dict[str, ConsumerGroup], timers: TimerQueue,
+    def __init__(self, config: CoordinatorConfig, store: GroupRecords, timers: TimerQueue,
                  owns: Callable[[str], bool], classic: Mapping[str, ClassicGroupView],
                  drop_classic: Callable[[str], None], new_member_id: Callable[[], str]) -> None:
-        """``registry``: the cluster's consumer groups (every node's); ``owns(group_id)``: whether
+        """``store``: where the cluster's consumer groups (every node's) are kept; ``owns(group_id)``: whether
         this node coordinates the id; ``classic``: this node's classic groups, and
         ``drop_classic`` deletes an empty one whose id a consumer group takes over;
         ``new_member_id()`` names a v0 member that joins without an id (a UUID, as Kafka's)."""
         self.config = config
         self.settings = GroupSettings.of(config)
-        self._registry = registry
+        self._store = store
+        self._registry = store.consumer_groups
         self._timers = timers
         self._owns = owns
         self._classic = classic
@@ -84,7 +96,11 @@ class ConsumerGroups:
         if not request.member_id:
             request.member_id = self._new_member_id()  # v0: the coordinator names a joining member
         self._topics = topics
+        epochs = (group.epoch, group.assignment_epoch)
         answer = group.heartbeat(request, now, topics, client_id, client_host)
+        # journaled: the member, or everyone when the epochs moved (every target may have changed)
+        self._store.save_consumer_group(group, None if (group.epoch, group.assignment_epoch) != epochs
+                                        else [request.member_id])
         self._arm(group, request.member_id)
         if group.resolution_due and ("consumer-regex", group_id) not in self._timers:
             # resolved off the heartbeat, as Kafka resolves patterns in the background
@@ -95,6 +111,7 @@ class ConsumerGroups:
         if self._registry.get(group.group_id) is group and self._owns(group.group_id):
             if group.resolve_patterns(now, self._topics):
                 log.info("group %s: its patterns now match other topics; group epoch %d", group.group_id, group.epoch)
+            self._store.save_consumer_group(group, [])
 
     def _create(self, request: Any) -> ConsumerGroup:
         """A new consumer group for a joining member, or Kafka's refusal."""
@@ -112,7 +129,7 @@ class ConsumerGroups:
             raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found." if leaving
                                  else f"Consumer group {group_id} not found.")
         group = ConsumerGroup(group_id, self.settings)
-        self._registry[group_id] = group
+        self._registry[group_id] = group  # journaled with its first member
         log.info("group %s: consumer group created", group_id)
         return group
 
@@ -142,10 +159,13 @@ class ConsumerGroups:
     def _expire(self, group: ConsumerGroup, now: int) -> None:
         if self._registry.get(group.group_id) is not group or not self._owns(group.group_id):
             return
-        for member_id in group.expire(now):
+        gone = group.expire(now)
+        for member_id in gone:
             log.info("group %s: member %s removed (its session or its rebalance timeout ended); group epoch %d",
                      group.group_id, member_id, group.epoch)
             self._timers.cancel(("consumer", group.group_id, member_id))
+        if gone:
+            self._store.save_consumer_group(group)
         for member in group.members.values():
             self._arm(group, member.member_id)  # whoever is left keeps its own deadline
 
@@ -156,9 +176,10 @@ class ConsumerGroups:
         for group in list(self._registry.values()):
             if partition_of(group.group_id) != partition:
                 continue
+            group.settings = self.settings  # the coordinator's, not the group's
             for member in group.members.values():
                 member.session_ends_at = now + self.settings.session_timeout_ms
-                if member.revoke_by is not None:
+                if member.assignment.state is MemberAssignmentState.UNREVOKED_PARTITIONS:
                     member.revoke_by = now + member.rebalance_timeout_ms
                 self._arm(group, member.member_id)
 
@@ -170,11 +191,12 @@ class ConsumerGroups:
                     self._timers.cancel(("consumer", group.group_id, member_id))
 
     def delete(self, group_id: str) -> None:
-        """Forget an empty consumer group (DeleteGroups, or retention)."""
-        group = self._registry.pop(group_id, None)
+        """Forget an empty consumer group (DeleteGroups, or retention, or its id taken by a classic group)."""
+        group = self._registry.get(group_id)
         if group is not None:
             for member_id in group.members:
                 self._timers.cancel(("consumer", group_id, member_id))
+            self._store.delete_consumer_group(group_id)
 
 
 def _deadline(member: Member) -> int:

@@ -67,6 +67,18 @@ class SubscribedTopics:
         matched = self._matches.get(member.regex, frozenset()) if member.regex else frozenset()
         return frozenset(member.topics) | matched
 
+    @property
+    def matches(self) -> Mapping[str, frozenset[str]]:
+        """What each pattern matched when last resolved."""
+        return self._matches
+
+    def restore(self, metadata: dict[str, tuple[TopicId, int]], matches: dict[str, frozenset[str]]) -> None:
+        """Take what a journal kept; the patterns are resolved again on the next heartbeat (the
+        topics created while the group was not served are not known)."""
+        self.metadata = metadata
+        self._matches = matches
+        self._new_topics = True
+
     def is_resolved(self, pattern: str) -> bool:
         """Whether the pattern's matches are known."""
         return pattern in self._matches

@@ -50,7 +50,7 @@ class GroupCoordinator:
         self.timers = TimerQueue()
         self._new_member_id = new_member_id  # the cluster's: random ids from its injected source
         # the consumer-protocol groups: same ids namespace, same timers, same partitions
-        self.consumer = ConsumerGroups(config, store.consumer_groups, self.timers, self.is_coordinator_for,
+        self.consumer = ConsumerGroups(config, store, self.timers, self.is_coordinator_for,
                                        self.groups, self._drop_empty_classic,
                                        new_consumer_member_id or (lambda: new_member_id("")[1:]))
 

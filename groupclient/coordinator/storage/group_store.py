@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..consumer_group.group import ConsumerGroup
+from ..consumer_group.records import Record, group_record, member_record, rebuild
 from .journal import Journal
 
 log = logging.getLogger("groupclient.coordinator.storage")
@@ -78,15 +79,19 @@ class GroupStore:
                  compaction_min_bytes: int = COMPACTION_MIN_BYTES) -> None:
         self.groups: dict[str, GroupSnapshot] = {}
         self.offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
-        # the consumer-protocol (KIP-848) groups, kept in memory: whichever node leads a group's
-        # offsets partition serves it at the epochs it had (not journaled yet)
+        # the consumer-protocol (KIP-848) groups: whichever node leads a group's offsets partition
+        # serves it at the epochs it had; with a data dir their records are journaled too (the
+        # records as last written: what a change is compared with, and what compaction keeps)
         self.consumer_groups: dict[str, ConsumerGroup] = {}
+        self._consumer_records: dict[str, tuple[Record, dict[str, Record]]] = {}
         self._compaction_min_bytes = compaction_min_bytes
         self._check_compaction_at = compaction_min_bytes
         self._journal = Journal(data_dir / "groups.journal", fsync) if data_dir else None
         if self._journal is not None:
             for entry in self._journal.replay():
                 self._apply(json.loads(entry))
+            self.consumer_groups = {gid: rebuild(group, members.values())
+                                    for gid, (group, members) in self._consumer_records.items()}
             self._maybe_compact()  # a journal left large (by a crash or an older version)
 
     def put_group(self, snapshot: GroupSnapshot) -> None:
@@ -108,6 +113,31 @@ class GroupStore:
         """A tombstone for the group's metadata and all its offsets."""
         if group_id in self.groups or group_id in self.offsets:
             self._write({"type": "delete", "group_id": group_id})
+
+    def save_consumer_group(self, group: ConsumerGroup, member_ids: Iterable[str] | None = None) -> None:
+        """Journal what changed of a consumer group: its own record, and the members named (every
+        member when None; one that is gone gets a tombstone).  Without a data dir, nothing."""
+        if self._journal is None:
+            return
+        kept_group, kept_members = self._consumer_records.get(group.group_id, ({}, {}))
+        record = group_record(group)
+        if record != kept_group:
+            self._write({"type": "consumer_group", "value": record})
+        if member_ids is None:
+            member_ids = set(group.members) | set(kept_members)
+        for member_id in member_ids:
+            member = group.members.get(member_id)
+            if member is None:
+                if member_id in kept_members:
+                    self._write({"type": "consumer_member_delete", "group_id": group.group_id, "member_id": member_id})
+            elif (value := member_record(group, member)) != kept_members.get(member_id):
+                self._write({"type": "consumer_member", "group_id": group.group_id, "value": value})
+
+    def delete_consumer_group(self, group_id: str) -> None:
+        """A consumer group is gone (its offsets stay unless deleted too)."""
+        self.consumer_groups.pop(group_id, None)
+        if group_id in self._consumer_records:
+            self._write({"type": "consumer_group_delete", "group_id": group_id})
 
     def forget_topic(self, topic: str) -> None:
         """A topic was deleted: every group's committed offsets for it go."""
@@ -146,6 +176,10 @@ class GroupStore:
     def _live_records(self) -> Iterator[dict[str, Any]]:
         for snapshot in self.groups.values():
             yield self._group_record(snapshot)
+        for group_id, (group, members) in self._consumer_records.items():
+            yield {"type": "consumer_group", "value": group}
+            for member in members.values():
+                yield {"type": "consumer_member", "group_id": group_id, "value": member}
         for group_id, table in self.offsets.items():
             rows = list(table.items())
             for start in range(0, len(rows), _OFFSETS_PER_ENTRY):
@@ -191,3 +225,13 @@ class GroupStore:
         elif kind == "delete":
             self.groups.pop(record["group_id"], None)
             self.offsets.pop(record["group_id"], None)
+        elif kind == "consumer_group":
+            value = record["value"]
+            _, members = self._consumer_records.get(value["group_id"], ({}, {}))
+            self._consumer_records[value["group_id"]] = (value, members)
+        elif kind == "consumer_member":
+            self._consumer_records[record["group_id"]][1][record["value"]["member_id"]] = record["value"]
+        elif kind == "consumer_member_delete":
+            self._consumer_records[record["group_id"]][1].pop(record["member_id"], None)
+        elif kind == "consumer_group_delete":
+            self._consumer_records.pop(record["group_id"], None)
