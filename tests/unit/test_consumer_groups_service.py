@@ -104,11 +104,15 @@ def test_a_heartbeat_moves_the_deadline_so_a_live_member_is_never_expired() -> N
 def test_group_ids_are_one_namespace_with_the_classic_groups() -> None:
     node = Node()
     node.h.stable_group(1, group="classic")
-    code, message = node.refused(hb("A", 0, join=True, group="classic"))
+    code, message = node.refused(hb("A", 3, [], group="classic"))  # not a join: no upgrade
     assert (code, message) == (E.GROUP_ID_NOT_FOUND, "Group classic is not a consumer group.")
+    code, message = node.refused(hb("A", 0, join=True, group="classic"))  # its members' metadata is no subscription
+    assert (code, message) == (E.GROUP_ID_NOT_FOUND, "Cannot upgrade classic group classic to consumer group because "
+                                                     "the embedded consumer protocol is malformed: Buffer underrun "
+                                                     "decoding string.")
     node.send(hb("A", 0, join=True, group="g"))
-    assert node.h.join(group="g").join().error is E.GROUP_ID_NOT_FOUND
-    assert node.h.heartbeat("m", 1, group="g") == "GROUP_ID_NOT_FOUND"
+    assert node.h.join(group="g", protocol_type="connect").join().error is E.INCONSISTENT_GROUP_PROTOCOL
+    assert node.h.heartbeat("m", 1, group="g") == "UNKNOWN_MEMBER_ID"
 
 
 def test_an_empty_group_of_one_kind_becomes_the_other_kind_and_keeps_its_offsets() -> None:

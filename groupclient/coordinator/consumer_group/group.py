@@ -54,6 +54,21 @@ class GroupSettings:
 
 
 @dataclass
+class ClassicProtocol:
+    """What a classic-protocol member of a consumer group stated in its JoinGroup
+    (:mod:`.classic_members`)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+    deadline: int | None = None  # it must send SyncGroup (after a join) or join (after told to) by then
+
+    @property
+    def protocol_name(self) -> str:
+        """The protocol it is answered with: its first."""
+        return self.protocols[0][0]
+
+
+@dataclass
 class Member:
     member_id: str
     instance_id: str | None
@@ -69,6 +84,7 @@ class Member:
     revoke_by: int | None = None
     sent: Partitions | None = None  # the assignment its last answer carried
     joined_at: int = 0  # for listing members in the order they joined
+    classic: ClassicProtocol | None = None  # a classic-protocol member (JoinGroup, SyncGroup, Heartbeat)
 
     @property
     def left_static(self) -> bool:
@@ -136,16 +152,10 @@ class ConsumerGroup:
             self.epoch += 1
         self.resolution_due = self.subscribed.resolution_due(self.members.values(), topics, now)
         member.session_ends_at = now + self.settings.session_timeout_ms
-        self._maybe_assign(topics)
+        self.maybe_assign(topics)
         owned = None if request.topic_partitions is None else {
             tp.topic_id: frozenset(tp.partitions) for tp in request.topic_partitions if tp.partitions}
-        member.assignment = next_assignment(member.member_id, member.assignment, self.assignment_epoch,
-                                            self.target.get(member.member_id, {}), owned, self._held_by)
-        if member.assignment.state is MemberAssignmentState.UNREVOKED_PARTITIONS:
-            if member.revoke_by is None:
-                member.revoke_by = now + member.rebalance_timeout_ms
-        else:
-            member.revoke_by = None
+        self.reconcile(member, owned, now)
         full = request.member_epoch == 0 or (
             request.rebalance_timeout_ms != -1 and request.topic_partitions is not None
             and (request.subscribed_topic_names is not None or regex_of(request) is not None))
@@ -168,7 +178,18 @@ class ConsumerGroup:
             return True
         return False
 
-    def _held_by(self, topic: TopicId, partition: int) -> str | None:
+    def reconcile(self, member: Member, owned: Partitions | None, now: int) -> None:
+        """Move the member towards its target, given what it says it owns (None: not stated); a
+        member told to give partitions up has its rebalance timeout to do so."""
+        member.assignment = next_assignment(member.member_id, member.assignment, self.assignment_epoch,
+                                            self.target.get(member.member_id, {}), owned, self.held_by)
+        if member.assignment.state is MemberAssignmentState.UNREVOKED_PARTITIONS:
+            if member.revoke_by is None:
+                member.revoke_by = now + member.rebalance_timeout_ms
+        else:
+            member.revoke_by = None
+
+    def held_by(self, topic: TopicId, partition: int) -> str | None:
         for member in self.members.values():
             a = member.assignment
             if partition in a.assigned.get(topic, frozenset()) or partition in a.revoking.get(topic, frozenset()):
@@ -259,7 +280,7 @@ class ConsumerGroup:
         return changed
 
     # -- the target assignment ---------------------------------------------------------------------
-    def _maybe_assign(self, topics: Topics) -> None:
+    def maybe_assign(self, topics: Topics) -> None:
         if self.assignment_epoch >= self.epoch:
             return
         self.assignor_name = self._preferred_assignor()
@@ -298,10 +319,11 @@ class ConsumerGroup:
                                                  member.assignment.assigned)
             member.revoke_by = None
         else:
-            self._remove([member])
+            self.remove([member])
         return Answer(member_id, request.member_epoch, 0, None)
 
-    def _remove(self, members: list[Member]) -> None:
+    def remove(self, members: list[Member]) -> None:
+        """Remove members (left, expired, fenced): the group epoch moves."""
         for member in members:
             del self.members[member.member_id]
             self.target.pop(member.member_id, None)
@@ -315,10 +337,9 @@ class ConsumerGroup:
     def expire(self, now: int) -> list[str]:
         """Remove members whose session ended (static members that left and did not come back
         too) or that did not give partitions up within their rebalance timeout (fenced); their ids."""
-        gone = [m for m in self.members.values()
-                if now >= m.session_ends_at or (m.revoke_by is not None and now >= m.revoke_by)]
+        gone = [m for m in self.members.values() if now >= deadline_of(m)]
         if gone:
-            self._remove(gone)
+            self.remove(gone)
         return [m.member_id for m in gone]
 
 
@@ -338,3 +359,14 @@ def _check_epoch(member: Member, request: Any) -> None:
             raise HeartbeatError(E.FENCED_MEMBER_EPOCH, f"The consumer group member has a smaller member epoch "
                                  f"({received}) than the one known by the group coordinator ({current}). The "
                                  "member must abandon all its partitions and rejoin.")
+
+
+def deadline_of(member: Member) -> int:
+    """When the member is removed unless it acts: its session's end, or the end of its time to
+    revoke, or (a classic member) to send SyncGroup or join again."""
+    deadlines = [member.session_ends_at]
+    if member.revoke_by is not None:
+        deadlines.append(member.revoke_by)
+    if member.classic is not None and member.classic.deadline is not None:
+        deadlines.append(member.classic.deadline)
+    return min(deadlines)

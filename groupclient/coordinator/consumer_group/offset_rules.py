@@ -8,34 +8,37 @@ epoch.  A commit is no heartbeat here, as in Kafka."""
 from __future__ import annotations
 
 from ...error_codes import ErrorCode
-from .group import ConsumerGroup
+from .group import ConsumerGroup, Member
 
 E = ErrorCode
 
 
-def _member_epoch(group: ConsumerGroup, member_id: str | None) -> int | None:
-    member = group.members.get(member_id) if member_id is not None else None
-    return None if member is None else member.assignment.epoch
+def _epoch_error(member: Member, epoch: int) -> ErrorCode:
+    """Kafka's validateMemberEpoch: exactly the member's epoch; a classic member (which commits
+    with its generation) hears ILLEGAL_GENERATION, a consumer-protocol one STALE_MEMBER_EPOCH."""
+    if epoch == member.assignment.epoch:
+        return E.NONE
+    return E.ILLEGAL_GENERATION if member.classic is not None else E.STALE_MEMBER_EPOCH
 
 
 def offset_commit_error(group: ConsumerGroup, member_id: str, epoch: int, api_version: int) -> ErrorCode:
     """The error a commit is answered on every partition, or NONE."""
     if epoch < 0 and not group.members:
         return E.NONE
-    current = _member_epoch(group, member_id)
-    if current is None:
+    member = group.members.get(member_id)
+    if member is None:
         return E.UNKNOWN_MEMBER_ID
-    if api_version < 9:
+    if api_version < 9 and member.classic is None:
         # a consumer-protocol member commits with the member epoch, which v9 brought
         return E.UNSUPPORTED_VERSION
-    return E.NONE if epoch == current else E.STALE_MEMBER_EPOCH
+    return _epoch_error(member, epoch)
 
 
 def offset_fetch_error(group: ConsumerGroup, member_id: str | None, epoch: int) -> ErrorCode:
     """The error a fetch of the group's committed offsets is answered, or NONE."""
     if member_id is None and epoch < 0:
         return E.NONE
-    current = _member_epoch(group, member_id)
-    if current is None:
+    member = group.members.get(member_id)
+    if member is None:
         return E.UNKNOWN_MEMBER_ID
-    return E.NONE if epoch == current else E.STALE_MEMBER_EPOCH
+    return _epoch_error(member, epoch)

@@ -7,11 +7,12 @@ members' sessions again, as Kafka's does."""
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .group import ConsumerGroup, GroupSettings, Member
+from .group import ClassicProtocol, ConsumerGroup, GroupSettings, Member
 from .reconciliation import MemberAssignment, MemberAssignmentState, Partitions
 
 Record = dict[str, Any]
@@ -46,6 +47,10 @@ def member_record(group: ConsumerGroup, member: Member) -> Record:
         "epoch": a.epoch, "previous_epoch": a.previous_epoch, "state": a.state.value,
         "assigned": _partitions(a.assigned), "revoking": _partitions(a.revoking),
         "target": _partitions(group.target.get(member.member_id, {})),
+        "classic": None if member.classic is None else {
+            "session_timeout_ms": member.classic.session_timeout_ms,
+            "protocols": [[name, base64.b64encode(metadata).decode("ascii")] for name, metadata in member.classic.protocols],
+        },
     }
 
 
@@ -60,9 +65,12 @@ def rebuild(group: Record, members: Iterable[Record], settings: GroupSettings | 
     for m in sorted(members, key=lambda r: r["joined_at"]):
         assignment = MemberAssignment(m["epoch"], m["previous_epoch"], MemberAssignmentState(m["state"]),
                                       _parse_partitions(m["assigned"]), _parse_partitions(m["revoking"]))
+        classic = m.get("classic")
         member = Member(m["member_id"], m["instance_id"], m["rack_id"], m["client_id"], m["client_host"],
                         tuple(m["topics"]), m["regex"], m["server_assignor"], m["rebalance_timeout_ms"], assignment,
-                        joined_at=m["joined_at"])
+                        joined_at=m["joined_at"], classic=None if classic is None else ClassicProtocol(
+                            classic["session_timeout_ms"],
+                            tuple((name, base64.b64decode(data)) for name, data in classic["protocols"])))
         rebuilt.members[member.member_id] = member
         rebuilt.target[member.member_id] = _parse_partitions(m["target"])
     return rebuilt

@@ -1,5 +1,6 @@
-"""The consumer-protocol (KIP-848) groups one coordinator node serves: which group a heartbeat goes
-to, the members' deadlines on the node's timer queue, and moving with the offsets partitions.
+"""The consumer-protocol (KIP-848) groups one coordinator node serves: which group a request goes
+to, the members' deadlines on the node's timer queue, the journal, groups changing protocol, and
+moving with the offsets partitions.
 
 Sans-IO like the classic core (:mod:`..group.coordinator`): every entry point takes ``now``, and
 everything runs on the cluster's event loop thread, so nothing here is locked.  The groups
@@ -8,36 +9,36 @@ as the offsets topic is: the node that takes an offsets partition over serves it
 epochs they had, and their members' deadlines start again from the move, as Kafka's do when a
 coordinator loads a partition.
 
-Group ids are one namespace with the classic groups (Kafka's default migration policy's answers
-for a group of the other kind are in :func:`ConsumerGroups.heartbeat` and
-:meth:`ConsumerGroups.refusal_for_classic`).
+Group ids are one namespace with the classic groups.  As Kafka 4.1 with its default migration
+policy (``bidirectional``): an empty group of one kind gives its id to a member of the other kind;
+a classic JoinGroup joins a live consumer group as a classic member (:mod:`.classic_members`); a
+consumer-protocol join upgrades a live classic group, and a consumer group left with classic
+members only goes back to being a classic group (:mod:`.migration`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+import uuid
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from ...error_codes import ErrorCode
 from ..config import CoordinatorConfig
+from ..group.metadata import Group, JoinResult, SyncResult
+from ..group.requests import JoinRequest, LeavingMember, SyncRequest
 from ..group.timers import TimerQueue
+from . import classic_members
 from .errors import HeartbeatError
-from .group import Answer, ConsumerGroup, GroupSettings, Member
+from .group import Answer, ConsumerGroup, GroupSettings, Member, deadline_of
+from .migration import downgraded, upgraded
 from .reconciliation import MemberAssignmentState
-from .validation import validate_heartbeat
 from .subscriptions import Topics
+from .validation import validate_heartbeat
 
 log = logging.getLogger("groupclient.coordinator.group")
 
 E = ErrorCode
-
-
-class ClassicGroupView(Protocol):
-    """What of a classic group decides whether its id may become a consumer group's."""
-
-    @property
-    def members(self) -> Mapping[str, Any]: ...
 
 
 class GroupRecords(Protocol):
@@ -50,16 +51,26 @@ class GroupRecords(Protocol):
     def delete_consumer_group(self, group_id: str) -> None: ...
 
 
+class ClassicSide(Protocol):
+    """The node's classic groups, as far as a group changing protocol needs them."""
+
+    groups: dict[str, Group]
+
+    def retire_classic(self, group_id: str, reason: str) -> None:
+        """The classic group of that id is gone (its id now names a consumer group)."""
+
+    def adopt_classic(self, group: Group, now: int) -> None:
+        """Serve a classic group made of a consumer group's classic members, and rebalance it."""
+
+
 class ConsumerGroups:
     """The consumer-protocol groups of the offsets partitions one node leads."""
 
     def __init__(self, config: CoordinatorConfig, store: GroupRecords, timers: TimerQueue,
-                 owns: Callable[[str], bool], classic: Mapping[str, ClassicGroupView],
-                 drop_classic: Callable[[str], None], new_member_id: Callable[[], str]) -> None:
-        """``store``: where the cluster's consumer groups (every node's) are kept; ``owns(group_id)``: whether
-        this node coordinates the id; ``classic``: this node's classic groups, and
-        ``drop_classic`` deletes an empty one whose id a consumer group takes over;
-        ``new_member_id()`` names a v0 member that joins without an id (a UUID, as Kafka's)."""
+                 owns: Callable[[str], bool], classic: ClassicSide, new_member_id: Callable[[], str]) -> None:
+        """``store``: where the cluster's consumer groups (every node's) are kept; ``owns(group_id)``:
+        whether this node coordinates the id; ``classic``: this node's classic groups;
+        ``new_member_id()`` names a member the coordinator names (a UUID, as Kafka's)."""
         self.config = config
         self.settings = GroupSettings.of(config)
         self._store = store
@@ -67,9 +78,8 @@ class ConsumerGroups:
         self._timers = timers
         self._owns = owns
         self._classic = classic
-        self._drop_classic = drop_classic
-        self._new_member_id = new_member_id  # for a v0 member that joins without an id
-        self._topics: Topics = {}  # the cluster's topics as the last heartbeat saw them
+        self._new_member_id = new_member_id
+        self._topics: Topics = {}  # the cluster's topics as the last request saw them
 
     # -- lookups ---------------------------------------------------------------------------------
     def get(self, group_id: str) -> ConsumerGroup | None:
@@ -92,40 +102,37 @@ class ConsumerGroups:
         group_id = request.group_id
         if not self._owns(group_id):
             raise HeartbeatError(E.NOT_COORDINATOR, None)
-        group = self._registry.get(group_id) or self._create(request)
+        self._topics = topics
+        group = self._registry.get(group_id) or self._create(request, now, topics)
         if not request.member_id:
             request.member_id = self._new_member_id()  # v0: the coordinator names a joining member
-        self._topics = topics
         epochs = (group.epoch, group.assignment_epoch)
         answer = group.heartbeat(request, now, topics, client_id, client_host)
-        # journaled: the member, or everyone when the epochs moved (every target may have changed)
-        self._store.save_consumer_group(group, None if (group.epoch, group.assignment_epoch) != epochs
-                                        else [request.member_id])
-        self._arm(group, request.member_id)
-        if group.resolution_due and ("consumer-regex", group_id) not in self._timers:
-            # resolved off the heartbeat, as Kafka resolves patterns in the background
-            self._timers.schedule(("consumer-regex", group_id), now, lambda t: self._resolve(group, t))
+        self._after(group, epochs, [request.member_id], now)
         return answer
 
-    def _resolve(self, group: ConsumerGroup, now: int) -> None:
-        if self._registry.get(group.group_id) is group and self._owns(group.group_id):
-            if group.resolve_patterns(now, self._topics):
-                log.info("group %s: its patterns now match other topics; group epoch %d", group.group_id, group.epoch)
-            self._store.save_consumer_group(group, [])
-
-    def _create(self, request: Any) -> ConsumerGroup:
-        """A new consumer group for a joining member, or Kafka's refusal."""
+    def _create(self, request: Any, now: int, topics: Topics) -> ConsumerGroup:
+        """A new consumer group for a joining member (an empty classic group's id taken over, or a
+        live classic group upgraded), or Kafka's refusal."""
         group_id = request.group_id
-        classic = self._classic.get(group_id)
-        leaving = request.member_epoch in (-1, -2)
-        if classic is not None:
-            if classic.members or request.member_epoch != 0:
-                # an online upgrade of a live classic group is not done here (see docs/coordinator.md)
-                raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-            # an empty classic group (offsets only) becomes a consumer group, as in Kafka
-            log.info("group %s: the empty classic group becomes a consumer group", group_id)
-            self._drop_classic(group_id)
+        classic = self._classic.groups.get(group_id)
+        if classic is not None and request.member_epoch == 0:
+            if not classic.members:
+                log.info("group %s: the empty classic group becomes a consumer group", group_id)
+                self._classic.retire_classic(group_id, "its id now names a consumer group")
+            else:
+                group = upgraded(classic, self.settings, topics, now)
+                self._classic.retire_classic(group_id, "upgraded to a consumer group")
+                log.info("group %s: the classic group of %d members becomes a consumer group at epoch %d",
+                         group_id, len(group.members), group.epoch)
+                self._registry[group_id] = group
+                for member_id in group.members:
+                    self._arm(group, member_id)
+                return group
+        elif classic is not None:
+            raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         if request.member_epoch != 0:
+            leaving = request.member_epoch in (-1, -2)
             raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found." if leaving
                                  else f"Consumer group {group_id} not found.")
         group = ConsumerGroup(group_id, self.settings)
@@ -133,28 +140,117 @@ class ConsumerGroups:
         log.info("group %s: consumer group created", group_id)
         return group
 
-    def refusal_for_classic(self, group_id: str) -> ErrorCode:
-        """What a classic-protocol request (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) for this
-        id is answered when a consumer group has it: an empty consumer group gives the id up to
-        the classic group being joined (Kafka's downgrade of an empty group); a live one refuses."""
-        group = self._registry.get(group_id)
+    def _after(self, group: ConsumerGroup, epochs: tuple[int, int], member_ids: list[str], now: int) -> None:
+        """After a request changed the group: journal it (the members named, or everyone when the
+        epochs moved: every target may have changed), re-arm the members' deadlines, resolve its
+        patterns off the request, and turn it back into a classic group if only classic members are left."""
+        self._store.save_consumer_group(group, None if (group.epoch, group.assignment_epoch) != epochs
+                                        else member_ids)
+        for member_id in member_ids:
+            self._arm(group, member_id)
+        if group.resolution_due and ("consumer-regex", group.group_id) not in self._timers:
+            # resolved off the heartbeat, as Kafka resolves patterns in the background
+            self._timers.schedule(("consumer-regex", group.group_id), now, lambda t: self._resolve(group, t))
+        self._maybe_downgrade(group, now)
+
+    def _resolve(self, group: ConsumerGroup, now: int) -> None:
+        if self._registry.get(group.group_id) is group and self._owns(group.group_id):
+            if group.resolve_patterns(now, self._topics):
+                log.info("group %s: its patterns now match other topics; group epoch %d", group.group_id, group.epoch)
+            self._store.save_consumer_group(group, [])
+
+    # -- classic members (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) ----------------------------
+    def classic_join(self, req: JoinRequest, now: int, topics: Topics) -> JoinResult | None:
+        """A JoinGroup for a consumer group's id: joined as a classic member; None when the id is
+        not a consumer group's here (an empty one gives its id up to the classic group)."""
+        group = self.get(req.group_id)
         if group is None:
-            return E.NONE
+            return None
         if not group.members:
-            log.info("group %s: the empty consumer group becomes a classic group", group_id)
-            self.delete(group_id)
-            return E.NONE
-        return E.GROUP_ID_NOT_FOUND
+            log.info("group %s: the empty consumer group becomes a classic group", req.group_id)
+            self.delete(req.group_id)
+            return None
+        self._topics = topics
+        epochs = (group.epoch, group.assignment_epoch)
+        result = classic_members.join(group, req, now, topics, self._new_member_id)
+        if result.error is E.NONE:
+            self._after(group, epochs, [result.member_id], now)
+        return result
+
+    def classic_sync(self, req: SyncRequest, now: int) -> SyncResult | None:
+        """A SyncGroup for a consumer group's id (None: not one here)."""
+        group = self.get(req.group_id)
+        if group is None:
+            return None
+        result = classic_members.sync(group, req, now, self._name_of)
+        if result.error is E.NONE:
+            self._arm(group, req.member_id)
+        return result
+
+    def classic_heartbeat(self, group_id: str, member_id: str, generation_id: int, now: int) -> ErrorCode | None:
+        """A Heartbeat for a consumer group's id (None: not one here)."""
+        group = self.get(group_id)
+        if group is None:
+            return None
+        error = classic_members.heartbeat(group, member_id, generation_id, now)
+        if group.members.get(member_id) is not None:
+            self._arm(group, member_id)
+        return error
+
+    def classic_leave(self, group_id: str, leaving: list[LeavingMember],
+                      now: int) -> list[tuple[LeavingMember, ErrorCode]] | None:
+        """A LeaveGroup for a consumer group's id (None: not one here): it removes members of
+        either protocol, as Kafka's does."""
+        group = self.get(group_id)
+        if group is None:
+            return None
+        results: list[tuple[LeavingMember, ErrorCode]] = []
+        gone: list[Member] = []
+        for who in leaving:
+            if who.group_instance_id is not None:
+                member = next((m for m in group.members.values() if m.instance_id == who.group_instance_id), None)
+                error = E.UNKNOWN_MEMBER_ID if member is None else (
+                    E.FENCED_INSTANCE_ID if who.member_id and member.member_id != who.member_id else E.NONE)
+            else:
+                member = group.members.get(who.member_id)
+                error = E.UNKNOWN_MEMBER_ID if member is None else E.NONE
+            if member is not None and not error and member not in gone:
+                gone.append(member)
+            results.append((who, error))
+        if gone:
+            group.remove(gone)
+            for member in gone:
+                self._timers.cancel(("consumer", group_id, member.member_id))
+                log.info("group %s: member %s left (LeaveGroup); group epoch %d", group_id, member.member_id,
+                         group.epoch)
+            self._store.save_consumer_group(group)
+            self._maybe_downgrade(group, now)
+        return results
+
+    def _name_of(self, topic_id: uuid.UUID) -> str | None:
+        return next((name for name, (tid, _) in self._topics.items() if tid == topic_id), None)
+
+    def _maybe_downgrade(self, group: ConsumerGroup, now: int) -> None:
+        """Kafka's downgrade: the last consumer-protocol member is gone and classic ones remain."""
+        if not group.members or any(m.classic is None for m in group.members.values()):
+            return
+        if self._registry.get(group.group_id) is not group:
+            return
+        classic = downgraded(group, self._name_of)
+        self.delete(group.group_id)
+        log.info("group %s: only classic members are left: it becomes a classic group of %d members",
+                 group.group_id, len(classic.members))
+        self._classic.adopt_classic(classic, now)
 
     # -- deadlines -------------------------------------------------------------------------------
     def _arm(self, group: ConsumerGroup, member_id: str) -> None:
-        """The member's next deadline: its session's end, or the end of its time to revoke."""
+        """The member's next deadline (its session's end, or its time to revoke, sync or rejoin)."""
         key = ("consumer", group.group_id, member_id)
         member = group.members.get(member_id)
         if member is None or group.group_id not in self._registry:
             self._timers.cancel(key)
             return
-        self._timers.schedule(key, _deadline(member), lambda t: self._expire(group, t))
+        self._timers.schedule(key, deadline_of(member), lambda t: self._expire(group, t))
 
     def _expire(self, group: ConsumerGroup, now: int) -> None:
         if self._registry.get(group.group_id) is not group or not self._owns(group.group_id):
@@ -164,10 +260,11 @@ class ConsumerGroups:
             log.info("group %s: member %s removed (its session or its rebalance timeout ended); group epoch %d",
                      group.group_id, member_id, group.epoch)
             self._timers.cancel(("consumer", group.group_id, member_id))
-        if gone:
-            self._store.save_consumer_group(group)
         for member in group.members.values():
             self._arm(group, member.member_id)  # whoever is left keeps its own deadline
+        if gone:
+            self._store.save_consumer_group(group)
+            self._maybe_downgrade(group, now)
 
     # -- moving with the offsets partitions ------------------------------------------------------
     def load(self, partition_of: Callable[[str], int], partition: int, now: int) -> None:
@@ -178,7 +275,8 @@ class ConsumerGroups:
                 continue
             group.settings = self.settings  # the coordinator's, not the group's
             for member in group.members.values():
-                member.session_ends_at = now + self.settings.session_timeout_ms
+                session = member.classic.session_timeout_ms if member.classic else self.settings.session_timeout_ms
+                member.session_ends_at = now + session
                 if member.assignment.state is MemberAssignmentState.UNREVOKED_PARTITIONS:
                     member.revoke_by = now + member.rebalance_timeout_ms
                 self._arm(group, member.member_id)
@@ -191,15 +289,10 @@ class ConsumerGroups:
                     self._timers.cancel(("consumer", group.group_id, member_id))
 
     def delete(self, group_id: str) -> None:
-        """Forget an empty consumer group (DeleteGroups, or retention, or its id taken by a classic group)."""
+        """Forget a consumer group (DeleteGroups, or its id taken over by a classic group)."""
         group = self._registry.get(group_id)
         if group is not None:
             for member_id in group.members:
                 self._timers.cancel(("consumer", group_id, member_id))
             self._store.delete_consumer_group(group_id)
 
-
-def _deadline(member: Member) -> int:
-    if member.revoke_by is None:
-        return member.session_ends_at
-    return min(member.session_ends_at, member.revoke_by)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from ...error_codes import ErrorCode
 from ..config import CoordinatorConfig
 from ..consumer_group.service import ConsumerGroups
+from ..consumer_group.subscriptions import Topics
 from ..placement import offsets_partition_for
 from ..storage.group_store import GroupStore
 from .metadata import Group, JoinCallback, JoinResult, Member, SyncCallback, SyncResult
@@ -50,8 +51,7 @@ class GroupCoordinator:
         self.timers = TimerQueue()
         self._new_member_id = new_member_id  # the cluster's: random ids from its injected source
         # the consumer-protocol groups: same ids namespace, same timers, same partitions
-        self.consumer = ConsumerGroups(config, store, self.timers, self.is_coordinator_for,
-                                       self.groups, self._drop_empty_classic,
+        self.consumer = ConsumerGroups(config, store, self.timers, self.is_coordinator_for, self,
                                        new_consumer_member_id or (lambda: new_member_id("")[1:]))
 
     # -- placement -----------------------------------------------------------------------
@@ -124,11 +124,25 @@ class GroupCoordinator:
         for partition in sorted(self.owned_partitions):
             self.unload_partition(partition, shutting_down)
 
-    def _drop_empty_classic(self, group_id: str) -> None:
-        """An empty classic group gives its id to a consumer group; its offsets stay."""
+    # -- groups changing protocol (consumer_group/service.py) ----------------------------
+    def retire_classic(self, group_id: str, reason: str) -> None:
+        """The classic group gives its id to a consumer group (its offsets stay): a JoinGroup or
+        SyncGroup still waiting is answered REBALANCE_IN_PROGRESS, as Kafka's conversion does."""
         group = self.groups.pop(group_id)
         self._cancel_group_timers(group)
-        group.transition_to(S.DEAD, "its id now names a consumer group")
+        for member in group.members.values():
+            member.complete_join(JoinResult(E.REBALANCE_IN_PROGRESS, member.member_id))
+            member.complete_sync(SyncResult(E.REBALANCE_IN_PROGRESS))
+        group.transition_to(S.DEAD, reason)
+
+    def adopt_classic(self, group: Group, now: int) -> None:
+        """Serve a classic group made of a consumer group's classic members: their sessions run
+        and the group rebalances, so they join it as a classic group."""
+        self.groups[group.group_id] = group
+        for member in group.members.values():
+            self._schedule_heartbeat_expiry(group, member, now)
+        self._prepare_rebalance(group, now, "converted from a consumer group")
+        self._store_group(group)
 
     def drop_group(self, group: Group, reason: str) -> None:
         """Delete an Empty group: Dead, gone from memory, a tombstone for it and its offsets."""
@@ -138,13 +152,16 @@ class GroupCoordinator:
         self.store.delete_group(group.group_id)
 
     # -- JoinGroup -----------------------------------------------------------------------
-    def join_group(self, req: JoinRequest, now: int, callback: JoinCallback) -> None:
+    def join_group(self, req: JoinRequest, now: int, callback: JoinCallback, topics: Topics | None = None) -> None:
+        """``topics``: the cluster's topics (names to ids), for a join to a consumer group's id."""
         def fail(error: ErrorCode, member_id: str = req.member_id) -> None:
             callback(JoinResult(error, member_id))
 
-        error = self.check_group(req.group_id) or self.consumer.refusal_for_classic(req.group_id)
+        error = self.check_group(req.group_id)
         if error:
             return fail(error)
+        if (joined := self.consumer.classic_join(req, now, topics or {})) is not None:
+            return callback(joined)
         cfg = self.config
         if not cfg.group_min_session_timeout_ms <= req.session_timeout_ms <= cfg.group_max_session_timeout_ms:
             return fail(E.INVALID_SESSION_TIMEOUT)
@@ -403,7 +420,9 @@ class GroupCoordinator:
 
     # -- SyncGroup -----------------------------------------------------------------------
     def sync_group(self, req: SyncRequest, now: int, callback: SyncCallback) -> None:
-        error = self.check_group(req.group_id) or self._consumer_group_refusal(req.group_id)
+        error = self.check_group(req.group_id)
+        if not error and (synced := self.consumer.classic_sync(req, now)) is not None:
+            return callback(synced)
         group = self.groups.get(req.group_id)
         if not error:
             if group is None:
@@ -458,9 +477,11 @@ class GroupCoordinator:
     # -- Heartbeat -----------------------------------------------------------------------
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
                   generation_id: int, now: int) -> ErrorCode:
-        error = self.check_group(group_id) or self._consumer_group_refusal(group_id)
+        error = self.check_group(group_id)
         if error:
             return error
+        if (answered := self.consumer.classic_heartbeat(group_id, member_id, generation_id, now)) is not None:
+            return answered
         group = self.groups.get(group_id)
         if group is None:
             return E.UNKNOWN_MEMBER_ID
@@ -498,9 +519,11 @@ class GroupCoordinator:
     # -- LeaveGroup ----------------------------------------------------------------------
     def leave_group(self, group_id: str, leaving: list[LeavingMember],
                     now: int) -> tuple[ErrorCode, list[tuple[LeavingMember, ErrorCode]]]:
-        error = self.check_group(group_id) or self._consumer_group_refusal(group_id)
+        error = self.check_group(group_id)
         if error:
             return error, []
+        if (left := self.consumer.classic_leave(group_id, leaving, now)) is not None:
+            return E.NONE, left
         group = self.groups.get(group_id)
         if group is None:
             return E.NONE, [(m, E.UNKNOWN_MEMBER_ID) for m in leaving]
@@ -551,10 +574,6 @@ class GroupCoordinator:
                 self._try_complete_join(group, now)
 
     # -- helpers -------------------------------------------------------------------------
-    def _consumer_group_refusal(self, group_id: str) -> ErrorCode:
-        """A classic request other than JoinGroup for a consumer group's id."""
-        return E.GROUP_ID_NOT_FOUND if self.consumer.is_consumer_group(group_id) else E.NONE
-
     def _cancel_group_timers(self, group: Group) -> None:
         self.timers.cancel(("join", group.group_id))
         self.timers.cancel(("sync", group.group_id))

@@ -16,7 +16,7 @@ Described = ConsumerGroupDescribeResponse.DescribedGroup
 DescribedMember = Described.Member
 Assignment = DescribedMember.Assignment  # the common struct, as kafka-python names it
 TopicPartitions = Assignment.TopicPartitions
-CONSUMER_MEMBER = 1  # MemberType: a member speaking the consumer protocol
+CONSUMER_MEMBER, CLASSIC_MEMBER = 1, 0  # MemberType: which protocol the member speaks
 NO_OPERATIONS = -(2**31)  # AuthorizedOperations when they were not asked for
 
 
@@ -43,7 +43,7 @@ def _member(ctx: RequestContext, group: ConsumerGroup, member: Member) -> Any:
         subscribed_topic_names=list(member.topics), subscribed_topic_regex=member.regex or "",
         assignment=_assignment(ctx, member.assignment.assigned),
         target_assignment=_assignment(ctx, group.target.get(member.member_id, {})),
-        member_type=CONSUMER_MEMBER)
+        member_type=CLASSIC_MEMBER if member.classic is not None else CONSUMER_MEMBER)
 
 
 def _describe(ctx: RequestContext, group_id: str) -> Any:

@@ -48,7 +48,9 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     )
     if refused := ctx.foreign_member(join.group_id, join.member_id, join.group_instance_id):
         return error_response(req, refused)
-    result: JoinResult = await ctx.answer_from(lambda deliver: ctx.node.coordinator.join_group(join, ctx.now, deliver))
+    topics = ctx.core.topics.ids_and_counts()  # a consumer group's classic member names its topics
+    result: JoinResult = await ctx.answer_from(
+        lambda deliver: ctx.node.coordinator.join_group(join, ctx.now, deliver, topics))
     return _response(version, result)
 
 

@@ -1,0 +1,72 @@
+"""A live group changing protocol, as Kafka 4.1 does under ``group.consumer.migration.policy``'s
+default, ``bidirectional``:
+
+- **upgrade**: a ConsumerGroupHeartbeat join to a live classic group of the consumer embedded
+  protocol turns it into a consumer group; its members stay, as classic members at the classic
+  generation owning what their last SyncGroup gave them (:func:`upgraded`);
+- **downgrade**: a consumer group whose last consumer-protocol member is gone, and that still has
+  classic members, turns back into a classic group of them, which then rebalances (:func:`downgraded`).
+
+An empty group of either kind simply gives its id to the other kind (not here: the coordinators
+drop it).  Pure functions of the groups; the caller swaps them and arms the timers.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+from ...error_codes import ErrorCode
+from ...protocol.consumer_protocol import PROTOCOL_TYPE, Assignment, encode_assignment
+from ...structs import TopicPartition
+from ..group.metadata import Group, Member
+from .classic_members import from_classic
+from .errors import HeartbeatError
+from .group import ConsumerGroup, GroupSettings
+from .subscriptions import Topics
+
+
+def _refused(group_id: str, why: str) -> HeartbeatError:
+    return HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND,
+                          f"Cannot upgrade classic group {group_id} to consumer group because {why}.")
+
+
+def upgraded(classic: Group, settings: GroupSettings, topics: Topics, now: int) -> ConsumerGroup:
+    """The consumer group a live classic group becomes (Kafka's validateOnlineUpgrade and
+    convertToConsumerGroup), or HeartbeatError with Kafka's refusal."""
+    group_id = classic.group_id
+    if classic.protocol_type != PROTOCOL_TYPE:
+        raise _refused(group_id, "the group does not use the consumer embedded protocol")
+    if len(classic.members) > settings.max_size:
+        raise _refused(group_id, "the group size exceeds the consumer group maximum size")
+    group = ConsumerGroup(group_id, settings)
+    group.epoch = group.assignment_epoch = classic.generation_id
+    for order, m in enumerate(classic.members.values()):
+        try:
+            member = from_classic(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.session_timeout_ms,
+                                  m.rebalance_timeout_ms, tuple(m.protocols), classic.protocol_name or "",
+                                  m.assignment, classic.generation_id, topics, order)
+        except Exception as exc:
+            raise _refused(group_id, f"the embedded consumer protocol is malformed: {exc}") from None
+        member.session_ends_at = now + m.session_timeout_ms
+        group.members[member.member_id] = member
+        group.target[member.member_id] = member.assignment.assigned
+    group.joins = len(classic.members)
+    group.subscribed.refresh(group.members.values(), topics)
+    return group
+
+
+def downgraded(group: ConsumerGroup, name_of: Callable[[uuid.UUID], str | None]) -> Group:
+    """The classic group a consumer group of classic members only becomes (Kafka's
+    convertToClassicGroup): the same members, generation and partitions, Empty until the caller
+    starts its rebalance."""
+    classic = Group(group.group_id, generation_id=group.epoch)
+    for m in sorted(group.members.values(), key=lambda m: m.joined_at):
+        assert m.classic is not None, "only classic members are left"
+        partitions = [TopicPartition(topic, p) for tid, ps in m.assignment.assigned.items()
+                      if (topic := name_of(tid)) is not None for p in sorted(ps)]
+        classic.add(Member(m.member_id, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+                           m.classic.session_timeout_ms, PROTOCOL_TYPE, list(m.classic.protocols),
+                           assignment=encode_assignment(Assignment(partitions))))
+    classic.protocol_name = classic.select_protocol() if classic.members else None
+    return classic

@@ -1,0 +1,124 @@
+"""Groups changing protocol in the coordinator (sans-IO, fake clock), as Kafka 4.1 under its default
+migration policy: classic members inside a consumer group (join at once, sync what they may own,
+heartbeat REBALANCE_IN_PROGRESS when they must join again, their sync and rejoin deadlines), a live
+classic group upgraded by a consumer-protocol join, and a consumer group left with classic members
+only going back to being a classic group."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from groupclient.coordinator.group.requests import LeavingMember
+from groupclient.error_codes import ErrorCode
+from groupclient.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest as Request
+from groupclient.protocol.consumer_protocol import Assignment, Subscription, decode_assignment, \
+    encode_assignment, encode_subscription
+from groupclient.structs import TopicPartition
+from tests.unit.group_harness import Harness
+
+E = ErrorCode
+ORDERS = uuid.UUID(int=11)
+TOPICS = {"orders": (ORDERS, 6)}
+SUBSCRIBED = (("range", encode_subscription(Subscription(["orders"]))),)
+
+
+def hb(member: str, epoch: int, owned: list[int] | None, join: bool = False) -> Any:
+    tps = None if owned is None else [Request.TopicPartitions(topic_id=ORDERS, partitions=owned)] if owned else []
+    return Request(version=1, group_id="g", member_id=member, member_epoch=epoch,
+                   rebalance_timeout_ms=10_000 if join else -1, subscribed_topic_names=["orders"] if join else None,
+                   topic_partitions=[] if join else tps)
+
+
+class Node:
+    def __init__(self) -> None:
+        self.h = Harness()
+        self.c = self.h.coordinator
+
+    def beat(self, *args: Any, **kwargs: Any) -> Any:
+        return self.c.consumer.heartbeat(hb(*args, **kwargs), self.h.now, TOPICS, "c", "/127.0.0.1")
+
+    def classic_join(self, member_id: str = "", protocols: Any = SUBSCRIBED) -> Any:
+        answers: list[Any] = []
+        from groupclient.coordinator.group.requests import JoinRequest
+        self.c.join_group(JoinRequest("g", member_id, None, "kp", "/127.0.0.1", 10_000, 5_000, "consumer",
+                                      protocols), self.h.now, answers.append, TOPICS)
+        return answers[0]
+
+    def classic_member(self) -> Any:
+        first = self.classic_join()
+        assert first.error is E.MEMBER_ID_REQUIRED
+        return self.classic_join(first.member_id)
+
+    def sync(self, joined: Any) -> tuple[ErrorCode, list[int]]:
+        synced = self.h.sync(joined.member_id, joined.generation_id).sync()
+        return synced.error, sorted(tp.partition for tp in decode_assignment(synced.assignment).partitions)
+
+
+def test_a_classic_member_of_a_consumer_group_gets_partitions_once_they_are_released() -> None:
+    node = Node()
+    node.beat("A", 0, [], join=True)
+    node.beat("A", 1, [0, 1, 2, 3, 4, 5])
+    joined = node.classic_member()
+    assert (joined.error, joined.generation_id, joined.protocol_name, joined.leader_id, joined.members) == (
+        E.NONE, 2, "range", "", ())
+    kept = sorted(node.beat("A", 1, [0, 1, 2, 3, 4, 5]).assignment[ORDERS])
+    assert node.sync(joined) == (E.NONE, [])  # A still holds them
+    assert node.h.heartbeat(joined.member_id, 2) == "NONE"  # waiting for A
+    node.beat("A", 1, kept)
+    assert node.h.heartbeat(joined.member_id, 2) == "REBALANCE_IN_PROGRESS"  # free now: join again
+    again = node.classic_join(joined.member_id)
+    assert node.sync(again) == (E.NONE, sorted(set(range(6)) - set(kept)))
+    assert node.h.heartbeat(joined.member_id, 2) == "NONE"
+    assert node.h.heartbeat(joined.member_id, 1) == "ILLEGAL_GENERATION"
+
+
+def test_a_classic_member_that_does_not_sync_or_rejoin_in_time_is_removed() -> None:
+    node = Node()
+    node.beat("A", 0, [], join=True)
+    joined = node.classic_member()
+    node.h.advance(5_000)  # its rebalance timeout passes without a SyncGroup
+    assert node.h.heartbeat(joined.member_id, 2) == "UNKNOWN_MEMBER_ID"
+    late = node.classic_member()
+    node.sync(late)
+    node.beat("A", node.beat("A", 1, [0, 1, 2, 3, 4, 5]).member_epoch, None)
+    assert node.h.heartbeat(late.member_id, late.generation_id) in ("NONE", "REBALANCE_IN_PROGRESS")
+
+
+def test_leave_group_removes_members_of_either_protocol() -> None:
+    node = Node()
+    node.beat("A", 0, [], join=True)
+    joined = node.classic_member()
+    error, results = node.c.leave_group("g", [LeavingMember("A"), LeavingMember("nobody")], node.h.now)
+    assert (error, [e for _, e in results]) == (E.NONE, [E.NONE, E.UNKNOWN_MEMBER_ID])
+    # only the classic member is left: the group is a classic group again, rebalancing
+    assert node.c.consumer.get("g") is None and node.h.state() == "PreparingRebalance"
+    # at the consumer group's epoch (its member epoch was one behind: it must join again either way)
+    assert node.h.heartbeat(joined.member_id, 3) == "REBALANCE_IN_PROGRESS"
+    assert node.h.heartbeat(joined.member_id, 2) == "ILLEGAL_GENERATION"
+
+
+def test_a_consumer_protocol_join_upgrades_a_live_classic_group() -> None:
+    node = Node()
+    [leader] = node.h.stable_group(1)
+    everything = encode_assignment(Assignment([TopicPartition("orders", p) for p in range(6)]))
+    node.c.groups["g"].members[leader.member_id].assignment = everything
+    node.c.groups["g"].members[leader.member_id].protocols = list(SUBSCRIBED)
+    x = node.beat("X", 0, [], join=True)
+    assert (x.member_epoch, dict(x.assignment or {})) == (2, {})  # the classic member holds all six
+    assert "g" not in node.c.groups and node.c.consumer.get("g") is not None
+    assert node.h.heartbeat(leader.member_id, 1) == "REBALANCE_IN_PROGRESS"
+
+
+def test_a_live_classic_group_of_another_protocol_type_is_not_upgraded() -> None:
+    node = Node()
+    node.h.stable_group(1)
+    node.c.groups["g"].protocol_type = "connect"
+    try:
+        node.beat("X", 0, [], join=True)
+    except Exception as refused:
+        assert getattr(refused, "code", None) is E.GROUP_ID_NOT_FOUND
+        assert str(refused) == ("Cannot upgrade classic group g to consumer group because the group does not use "
+                                "the consumer embedded protocol.")
+    else:
+        raise AssertionError("the upgrade was not refused")
