@@ -236,3 +236,16 @@ def test_an_empty_consumer_group_takes_admin_commits() -> None:
     node.send(hb("A", -1))
     codes = commit_offsets(node.coordinator, "g", -1, "", None, [OffsetToCommit("orders", 0, 5)], 0, node.h.now)
     assert codes == {("orders", 0): E.NONE}
+
+
+def test_delete_groups_takes_an_empty_consumer_group_and_its_offsets_and_refuses_a_live_one() -> None:
+    from groupclient.coordinator.group.retention import delete_groups
+
+    node = Node()
+    node.send(hb("A", 0, join=True))
+    commit_offsets(node.coordinator, "g", 1, "A", None, [OffsetToCommit("orders", 0, 7)], 0, node.h.now)
+    assert delete_groups(node.coordinator, ["g", "nope"]) == {"g": E.NON_EMPTY_GROUP, "nope": E.GROUP_ID_NOT_FOUND}
+    node.send(hb("A", -1))
+    assert delete_groups(node.coordinator, ["g"]) == {"g": E.NONE}
+    assert node.coordinator.consumer.get("g") is None
+    assert fetch_offsets(node.coordinator, "g", [("orders", 0)])[1] == {("orders", 0): None}

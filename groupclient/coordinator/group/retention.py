@@ -1,4 +1,4 @@
-"""Offsets retention, the cleanup of Empty groups, and DeleteGroups.
+"""Offsets retention, the cleanup of Empty groups, and DeleteGroups (of either protocol's groups).
 
 Kafka 2.1+ (KIP-211) semantics, from ``GroupMetadataManager.cleanupGroupMetadata`` and
 ``GroupMetadata.removeExpiredOffsets``: every ``offsets_retention_check_interval_ms`` the
@@ -25,6 +25,7 @@ from typing import Protocol
 
 from ...error_codes import ErrorCode
 from ..config import CoordinatorConfig
+from ..consumer_group.service import ConsumerGroups
 from ..storage.group_store import GroupStore, TopicPartition
 from .metadata import Group
 from .state import GroupState
@@ -42,6 +43,7 @@ class CoordinatorState(Protocol):
     node_id: int
     groups: dict[str, Group]
     timers: TimerQueue
+    consumer: ConsumerGroups
 
     def check_group(self, group_id: str | None) -> ErrorCode: ...
 
@@ -123,8 +125,18 @@ def delete_groups(coordinator: CoordinatorState, group_ids: list[str]) -> dict[s
     for group_id in group_ids:
         error = coordinator.check_group(group_id)
         group = coordinator.groups.get(group_id)
+        consumer_group = coordinator.consumer.get(group_id) if not error else None
         if error:
             results[group_id] = error
+        elif consumer_group is not None:
+            # a consumer-protocol group: deleted with its offsets once it has no member (a static
+            # member that left and may come back still counts, as in Kafka)
+            if consumer_group.members:
+                results[group_id] = E.NON_EMPTY_GROUP
+            else:
+                coordinator.consumer.delete(group_id)
+                coordinator.store.delete_group(group_id)
+                results[group_id] = E.NONE
         elif group is None or group.is_in(S.DEAD):
             results[group_id] = E.GROUP_ID_NOT_FOUND
         elif not group.is_in(S.EMPTY):
