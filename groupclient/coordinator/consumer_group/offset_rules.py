@@ -36,8 +36,8 @@ def offset_commit_error(group: ConsumerGroup, member_id: str, epoch: int, api_ve
 
 def offset_fetch_error(group: ConsumerGroup, member_id: str | None, epoch: int) -> ErrorCode:
     """The error a fetch of the group's committed offsets is answered, or NONE."""
-    if member_id is None and epoch < 0:
-        return E.NONE
+    if member_id is None:
+        return E.NONE if epoch < 0 else E.UNKNOWN_MEMBER_ID
     member = group.members.get(member_id)
     if member is None:
         return E.UNKNOWN_MEMBER_ID

@@ -226,9 +226,9 @@ class GroupStore:
             self.groups.pop(record["group_id"], None)
             self.offsets.pop(record["group_id"], None)
         elif kind == "consumer_group":
-            value = record["value"]
-            _, members = self._consumer_records.get(value["group_id"], ({}, {}))
-            self._consumer_records[value["group_id"]] = (value, members)
+            group: Record = record["value"]
+            kept: dict[str, Record] = self._consumer_records.get(group["group_id"], ({}, {}))[1]
+            self._consumer_records[group["group_id"]] = (group, kept)
         elif kind == "consumer_member":
             self._consumer_records[record["group_id"]][1][record["value"]["member_id"]] = record["value"]
         elif kind == "consumer_member_delete":
