@@ -20,8 +20,9 @@ def _parser() -> argparse.ArgumentParser:
     add_logging_options(common, quiet=True)
     server = argparse.ArgumentParser(add_help=False)
     add_logging_options(server, quiet=False)
-    parser = argparse.ArgumentParser(prog="groupclient", description="Kafka's classic consumer-group protocol "
-                                     "in pure Python: a group consumer, an embedded coordinator, group tools.")
+    parser = argparse.ArgumentParser(prog="groupclient", description="Kafka's consumer groups (the classic "
+                                     "and the consumer group protocol) in pure Python: a group consumer, an "
+                                     "embedded coordinator, group tools.")
     parser.add_argument("--version", action="version", version=f"groupclient {__version__}",
                         help="print the version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
@@ -40,6 +41,18 @@ def _parser() -> argparse.ArgumentParser:
                        help="offsets.topic.num.partitions (default 50)")
     coord.add_argument("--topic", action="append", type=topic, default=[], metavar="NAME[:PARTITIONS]",
                        help="create this topic at start if missing (repeatable; 1 partition by default)")
+    kip848 = coord.add_argument_group("the consumer group protocol (KIP-848), as Kafka's group.consumer.* settings")
+    kip848.add_argument("--rebalance-protocols", default="classic,consumer", metavar="LIST",
+                        help="group.coordinator.rebalance.protocols: classic, or classic,consumer (the default)")
+    for name, default in (("heartbeat-interval-ms", 5000), ("min-heartbeat-interval-ms", 5000),
+                          ("max-heartbeat-interval-ms", 15000), ("session-timeout-ms", 45000),
+                          ("min-session-timeout-ms", 45000), ("max-session-timeout-ms", 60000)):
+        kip848.add_argument(f"--consumer-{name}", type=positive_int, default=default, metavar="MS",
+                            help=f"group.consumer.{name.replace('-', '.')} (default {default})")
+    kip848.add_argument("--consumer-assignors", default="uniform,range", metavar="LIST",
+                        help="group.consumer.assignors: the first is the default (default uniform,range)")
+    kip848.add_argument("--consumer-max-size", type=positive_int, default=2**31 - 1, metavar="N",
+                        help="group.consumer.max.size (default 2147483647)")
     security = coord.add_argument_group("security (every listener)")
     security.add_argument("--security-protocol", choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
                           default="PLAINTEXT", help="what clients must use (default PLAINTEXT)")
@@ -91,6 +104,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _names(text: str) -> tuple[str, ...]:
+    """A comma-separated list, as Kafka's list settings are written."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -124,8 +142,21 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                                         users=users)
         except (OSError, ValueError) as exc:
             parser.error(f"security: {exc}")
-        config = CoordinatorConfig(group_initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
-                                   offsets_topic_partitions=args.offsets_partitions, security=listener)
+        try:
+            config = CoordinatorConfig(
+                group_initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
+                offsets_topic_partitions=args.offsets_partitions, security=listener,
+                group_coordinator_rebalance_protocols=_names(args.rebalance_protocols),
+                group_consumer_heartbeat_interval_ms=args.consumer_heartbeat_interval_ms,
+                group_consumer_min_heartbeat_interval_ms=args.consumer_min_heartbeat_interval_ms,
+                group_consumer_max_heartbeat_interval_ms=args.consumer_max_heartbeat_interval_ms,
+                group_consumer_session_timeout_ms=args.consumer_session_timeout_ms,
+                group_consumer_min_session_timeout_ms=args.consumer_min_session_timeout_ms,
+                group_consumer_max_session_timeout_ms=args.consumer_max_session_timeout_ms,
+                group_consumer_assignors=_names(args.consumer_assignors),
+                group_consumer_max_size=args.consumer_max_size)
+        except ValueError as exc:
+            parser.error(str(exc))
         ports = [0 if args.port == 0 else args.port + i for i in range(args.nodes)]
         return run(config, args.host, ports, args.data_dir, args.topic)
     if args.command == "groups":

@@ -86,3 +86,33 @@ def test_coordinator_cli_rejects_bad_arguments() -> None:
     done = subprocess.run([sys.executable, "-m", "groupclient.coordinator", "--topic", "x:many"],
                           capture_output=True, text=True, timeout=30)
     assert done.returncode != 0 and "NAME:PARTITIONS" in done.stderr
+
+
+def test_coordinator_cli_sets_the_consumer_protocols_settings_or_leaves_the_protocol_out() -> None:
+    """--consumer-heartbeat-interval-ms reaches a KIP-848 member (the interval its heartbeats are
+    told); bounds out of order, or protocols without classic, are a usage error saying so."""
+    proc = subprocess.Popen([sys.executable, "-m", "groupclient", "coordinator", "--port", "0", "--topic", "cli848:2",
+                             "--initial-rebalance-delay-ms", "0", "--consumer-heartbeat-interval-ms", "700",
+                             "--consumer-min-heartbeat-interval-ms", "500"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        bootstrap = proc.stdout.readline().strip().split("=", 1)[1]
+        consumer = GroupConsumer("cli848", bootstrap_servers=bootstrap, group_id="cli848", group_protocol="consumer")
+        try:
+            deadline = time.monotonic() + 30
+            while len(consumer.assignment()) < 2 and time.monotonic() < deadline:
+                consumer.poll(100)
+            assert len(consumer.assignment()) == 2
+            assert consumer._member.interval_ms == 700  # type: ignore[union-attr]
+        finally:
+            consumer.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(15) == 0
+    done = subprocess.run([sys.executable, "-m", "groupclient.coordinator", "--consumer-heartbeat-interval-ms", "100"],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "group_consumer_min_heartbeat_interval_ms (5000)" in done.stderr
+    done = subprocess.run([sys.executable, "-m", "groupclient.coordinator", "--rebalance-protocols", "consumer"],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "must hold 'classic'" in done.stderr
