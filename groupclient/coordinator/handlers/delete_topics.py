@@ -15,6 +15,10 @@ from .context import Handler, RequestContext
 
 Result = DeleteTopicsResponse.DeletableTopicResult
 ZERO = uuid.UUID(int=0)
+# Kafka 4.1's words
+BOTH = "You may not specify both topic name and topic id."
+NO_SUCH_TOPIC = "This server does not host this topic-partition."
+NO_SUCH_ID = "This server does not host this topic ID."
 
 
 def _wanted(req: Any) -> list[tuple[str | None, uuid.UUID | None]]:
@@ -27,15 +31,19 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     topics = ctx.core.topics
     results = []
     for name, topic_id in _wanted(req):
-        if topic_id is not None and name is None:
+        if topic_id is not None and name is not None:
+            results.append(Result(name=name, topic_id=topic_id, error_code=int(ErrorCode.INVALID_REQUEST),
+                                  error_message=BOTH))
+            continue
+        if topic_id is not None:
             name = topics.name_of(topic_id)
             if name is None:
                 results.append(Result(name=None, topic_id=topic_id, error_code=int(ErrorCode.UNKNOWN_TOPIC_ID),
-                                      error_message=None))
+                                      error_message=NO_SUCH_ID))
                 continue
         if name is None or name not in topics.topics:
             results.append(Result(name=name, topic_id=ZERO, error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-                                  error_message=None))
+                                  error_message=NO_SUCH_TOPIC))
             continue
         deleted = topics.delete(name)
         ctx.core.group_store.forget_topic(name)
