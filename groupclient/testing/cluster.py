@@ -96,9 +96,19 @@ class GroupclientCluster(EmbeddedCluster):
         return all(committed.get(p, 0) >= end for p, end in self.end_offsets(topic).items())
 
     def group_state(self, group_id: str) -> str | None:
-        """``"Stable"``, ``"PreparingRebalance"``, ... or ``None`` for a group the coordinator does not have."""
-        description = self.describe_group(group_id)
+        """A classic group's ``"Stable"``, ``"PreparingRebalance"``, ..., a consumer-protocol group's
+        ``"Stable"``, ``"Reconciling"``, ``"Assigning"``, ``"Empty"``, or ``None`` for a group the
+        coordinator does not have."""
+        description = self.describe_group(group_id) or self.describe_consumer_group(group_id)
         return None if description is None else str(description["state"])
+
+    def group_epoch(self, group_id: str) -> int | None:
+        """A consumer-protocol group's epoch (a classic group's generation), or ``None``."""
+        classic = self.describe_group(group_id)
+        if classic is not None:
+            return int(classic["generation"])
+        consumer = self.describe_consumer_group(group_id)
+        return None if consumer is None else int(consumer["epoch"])
 
     # -- faults --------------------------------------------------------------------------
     def fail(self, api: ApiName, error: ErrorName = ErrorCode.UNKNOWN_SERVER_ERROR, *, count: int = 1,

@@ -26,17 +26,24 @@ MARKER = "groupclient_cluster"
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(nodes=1, topics=None, initial_rebalance_delay_ms=0, **settings): options of the "
-        "groupclient_cluster fixture; topics is {name: partitions} or a list of names (1 partition), "
-        "settings are EmbeddedCluster/CoordinatorConfig fields (groupclient pytest plugin)")
+        f"{MARKER}(nodes=1, topics=None, initial_rebalance_delay_ms=0, consumer_heartbeat_interval_ms=500, "
+        "**settings): options of the groupclient_cluster fixture; topics is {name: partitions} or a list of "
+        "names (1 partition), settings are EmbeddedCluster/CoordinatorConfig fields (groupclient pytest plugin)")
 
 
 def start_cluster(nodes: int = 1, topics: Mapping[str, int] | Iterable[str] | None = None,
-                  initial_rebalance_delay_ms: int = 0, **settings: Any) -> GroupclientCluster:
-    """Start a cluster as the marker options describe, with its topics created."""
+                  initial_rebalance_delay_ms: int = 0, consumer_heartbeat_interval_ms: int = 500,
+                  **settings: Any) -> GroupclientCluster:
+    """Start a cluster as the marker options describe, with its topics created.
+
+    ``consumer_heartbeat_interval_ms``: the interval KIP-848 members are told (Kafka's
+    ``group.consumer.heartbeat.interval.ms``, 5000 by default, which makes each rebalance of a
+    ``group_protocol="consumer"`` member take seconds); its minimum is lowered to match."""
     from .cluster import GroupclientCluster
 
     delay = settings.pop("group_initial_rebalance_delay_ms", initial_rebalance_delay_ms)
+    interval = settings.setdefault("group_consumer_heartbeat_interval_ms", consumer_heartbeat_interval_ms)
+    settings.setdefault("group_consumer_min_heartbeat_interval_ms", min(interval, 5000))
     if isinstance(topics, str):
         topics = [topics]
     wanted = dict(topics) if isinstance(topics, Mapping) else {name: 1 for name in topics or ()}

@@ -204,3 +204,40 @@ def test_offsets_helpers(groupclient_cluster: GroupclientCluster) -> None:
     groupclient_cluster.produce("t", [b"a", b"b", b"c"])
     assert not groupclient_cluster.caught_up("nobody", "t")
     assert groupclient_cluster.committed("nobody", "t") == {}
+
+
+@pytest.mark.groupclient_cluster(topics={"orders": 4})
+def test_a_consumer_protocol_group_with_fault_hooks_on_its_heartbeats(groupclient_cluster: GroupclientCluster) -> None:
+    """KIP-848 members on the fixture's cluster (a 500 ms heartbeat interval by default): faults on
+    ConsumerGroupHeartbeat by name — a coordinator error, a delay, a dropped connection — and the
+    group still shares every partition and consumes every record."""
+    from groupclient import GroupConsumer
+
+    cluster = groupclient_cluster
+    members = [GroupConsumer("orders", bootstrap_servers=cluster.bootstrap_servers, group_id="billing",
+                             group_protocol="consumer", auto_offset_reset="earliest") for _ in range(2)]
+    seen: set[tuple[int, int]] = set()
+
+    def poll_all() -> None:
+        for member in members:
+            seen.update((r.partition, r.offset) for rs in member.poll(50).values() for r in rs)
+
+    def shared() -> bool:
+        poll_all()
+        owned = [tp.partition for m in members for tp in m.assignment()]
+        return sorted(owned) == [0, 1, 2, 3] and all(m.assignment() for m in members)
+
+    try:
+        assert cluster.wait_until(shared, timeout_s=30, interval_s=0)
+        assert cluster.group_state("billing") == "Stable" and cluster.group_epoch("billing") == 2
+        assert all(m._member.interval_ms == 500 for m in members)  # type: ignore[union-attr]  # the plugin's
+        cluster.fail("ConsumerGroupHeartbeat", "NOT_COORDINATOR", count=2)
+        cluster.delay("consumer_group_heartbeat", ms=300)
+        cluster.drop("CONSUMER_GROUP_HEARTBEAT")
+        expected = set(cluster.produce("orders", [f"o{i}" for i in range(40)]))
+        assert cluster.wait_until(lambda: shared() and expected <= seen and cluster.fired() == 4,
+                                  timeout_s=30, interval_s=0), (cluster.faults_fired(), len(seen))
+        assert cluster.fired("ConsumerGroupHeartbeat") == 4
+    finally:
+        for member in members:
+            member.close()
