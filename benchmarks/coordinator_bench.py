@@ -3,8 +3,11 @@
 1. Cold join latency of 3 and 20 kafka-python consumers: from creating the consumers until every
    partition is owned (one partition per consumer), median of several runs.
 2. CPU of the coordinator process while 1000 members in 100 groups heartbeat once a second.
+3. The same under KIP-848's consumer protocol (``--protocols``): 1000 ConsumerGroupHeartbeat members
+   in 100 groups at a 1 s interval, each group owning a 10-partition topic, against 1000 classic
+   members in a coordinator of the same settings, in the same run: CPU per member and the ratio.
 
-Usage: python benchmarks/coordinator_bench.py [--runs 3] [--skip-tansu]
+Usage: python benchmarks/coordinator_bench.py [--runs 3] [--skip-tansu] [--protocols-only]
 """
 
 from __future__ import annotations
@@ -68,7 +71,8 @@ def join_latency(broker: BrokerProcess, consumers: int, run: int) -> float:
     return elapsed
 
 
-def heartbeat_cpu(broker: BrokerProcess, groups: int, per_group: int, measure_s: float) -> tuple[float, int, dict[int, int]]:
+def heartbeat_cpu(broker: BrokerProcess, groups: int, per_group: int, measure_s: float,
+                  protocol: str = "classic") -> tuple[float, int, dict[int, int]]:
     marks: list[float] = []
 
     def mark(token: object = None) -> object:
@@ -76,9 +80,27 @@ def heartbeat_cpu(broker: BrokerProcess, groups: int, per_group: int, measure_s:
         return None
 
     stats = asyncio.run(run_load(broker.bootstrap, groups, per_group, settle_s=120, measure_s=measure_s,
-                                 on_measure_start=mark))
+                                 on_measure_start=mark, protocol=protocol))
     cpu = (marks[1] - marks[0]) / measure_s
     return cpu, stats.heartbeats, stats.errors
+
+
+def protocols(measure_s: float, runs: int) -> None:
+    """Coordinator CPU per heartbeating member, consumer protocol against classic, same settings."""
+    settings = ("--consumer-heartbeat-interval-ms", "1000", "--consumer-min-heartbeat-interval-ms", "1000",
+                "--topic", "load:10")  # every group subscribes to it: each member owns one partition
+    per_member: dict[str, list[float]] = {"classic": [], "consumer": []}
+    for run in range(runs):
+        for protocol in ("classic", "consumer"):
+            with coordinator(*settings) as broker:
+                cpu, beats, errors = heartbeat_cpu(broker, 100, 10, measure_s, protocol)
+            per_member[protocol].append(cpu / 1000)
+            print(f"run {run + 1} {protocol:8s}: 1000 members / 100 groups: {cpu * 100:.1f}% of a core, "
+                  f"{beats / measure_s:.0f} heartbeats/s, {cpu / 1000 * 1e6:.1f} us CPU per member per s"
+                  + (f", errors {errors}" if errors else ""), flush=True)
+    classic, consumer = (statistics.median(per_member[p]) for p in ("classic", "consumer"))
+    print(f"median CPU per member: classic {classic * 1e6:.1f} us/s, consumer {consumer * 1e6:.1f} us/s; "
+          f"ratio consumer/classic {consumer / classic:.2f}x", flush=True)
 
 
 def main() -> int:
@@ -86,8 +108,13 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--skip-tansu", action="store_true")
     parser.add_argument("--measure-s", type=float, default=20.0)
+    parser.add_argument("--protocols-only", action="store_true",
+                        help="only the consumer protocol against the classic one (item 3)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
+    if args.protocols_only:
+        protocols(args.measure_s, args.runs)
+        return 0
     # delay 0: every late joiner costs a rebalance; 300 ms: Kafka's initial delayed join gathers
     # members that start together into one generation (Kafka's default is 3000 ms)
     brokers: list[tuple[str, Callable[[], ContextManager[BrokerProcess]]]] = [
@@ -114,6 +141,7 @@ def main() -> int:
                   f"{cpu / max(beats / args.measure_s, 1) * 1e6:.0f} us CPU per heartbeat"
                   + (f", errors {errors}" if errors else ""), flush=True)
             results[broker.name] = figures
+    protocols(args.measure_s, args.runs)
     if "tansu" in results:
         theirs = results["tansu"]
         for label in ("groupclient", "groupclient-300"):

@@ -1,12 +1,16 @@
 """A light load generator: many group members over raw Kafka wire, joining then heartbeating.
 
-Each member does what a consumer's coordinator client does (JoinGroup with the member-id round
-trip, SyncGroup, Heartbeat every interval, rejoin on REBALANCE_IN_PROGRESS), without fetching.
+Each member does what a consumer's coordinator client does, without fetching: under the classic
+protocol JoinGroup with the member-id round trip, SyncGroup, Heartbeat every interval, rejoin on
+REBALANCE_IN_PROGRESS; under the consumer protocol (KIP-848) a ConsumerGroupHeartbeat join, then a
+heartbeat every interval the coordinator says, stating the partitions it was given (so it
+acknowledges at once), and a join again when fenced.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import struct
 import time
 from dataclasses import dataclass, field
@@ -18,7 +22,12 @@ from kafka.protocol.consumer.group import (
     SyncGroupResponse,
 )
 
+from groupclient.protocol.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, new_member_id,
+)
+
 MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS = 79, 27
+UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 25, 110
 
 
 @dataclass
@@ -92,13 +101,58 @@ async def member(host: str, port: int, group: str, stats: LoadStats, stop: async
         writer.close()
 
 
+async def consumer_member(host: str, port: int, group: str, stats: LoadStats, stop: asyncio.Event,
+                          rng: random.Random) -> None:
+    """A KIP-848 member: joins, then heartbeats at the interval it is told, owning what it got."""
+    reader, writer = await asyncio.open_connection(host, port)
+    conn = Connection(reader, writer)
+    member_id, epoch, owned, interval_s, counted = new_member_id(rng), 0, [], 1.0, False
+    R = ConsumerGroupHeartbeatRequest
+    try:
+        while not stop.is_set():
+            joining = epoch == 0
+            answer = await conn.call(R(
+                version=1, group_id=group, member_id=member_id, member_epoch=epoch, instance_id=None, rack_id=None,
+                rebalance_timeout_ms=30_000 if joining else -1, subscribed_topic_names=["load"] if joining else None,
+                subscribed_topic_regex=None, server_assignor=None,
+                topic_partitions=[] if joining else [R.TopicPartitions(topic_id=t.topic_id, partitions=t.partitions)
+                                                     for t in owned]), ConsumerGroupHeartbeatResponse)
+            if answer.error_code:
+                stats.errors[answer.error_code] = stats.errors.get(answer.error_code, 0) + 1
+                if answer.error_code in (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH):
+                    epoch, owned = 0, []
+                    stats.rejoins += 1
+            else:
+                epoch = answer.member_epoch
+                interval_s = answer.heartbeat_interval_ms / 1000
+                if answer.assignment is not None:
+                    owned = list(answer.assignment.topic_partitions)
+                if not joining:
+                    stats.heartbeats += 1
+                if not counted:
+                    stats.stable += 1
+                    counted = True
+            try:
+                await asyncio.wait_for(stop.wait(), interval_s)
+            except asyncio.TimeoutError:
+                pass
+    finally:
+        writer.close()
+
+
 async def run_load(bootstrap: str, groups: int, members_per_group: int, settle_s: float, measure_s: float,
-                   on_measure_start: Any, session_ms: int = 10000, interval_ms: int = 1000) -> LoadStats:
+                   on_measure_start: Any, session_ms: int = 10000, interval_ms: int = 1000,
+                   protocol: str = "classic") -> LoadStats:
+    """``protocol``: "classic" (JoinGroup/SyncGroup/Heartbeat every ``interval_ms``) or "consumer"
+    (ConsumerGroupHeartbeat at the coordinator's interval; subscribed to topic "load")."""
     host, port = bootstrap.rsplit(":", 1)
     stats = LoadStats()
     stop = asyncio.Event()
-    tasks = [asyncio.create_task(member(host, int(port), f"load-{g}", stats, stop, session_ms, interval_ms))
-             for g in range(groups) for _ in range(members_per_group)]
+    rng = random.Random(848)
+    tasks = [asyncio.create_task(
+        member(host, int(port), f"load-{g}", stats, stop, session_ms, interval_ms) if protocol == "classic"
+        else consumer_member(host, int(port), f"load-{g}", stats, stop, rng))
+        for g in range(groups) for _ in range(members_per_group)]
     total = groups * members_per_group
     deadline = time.monotonic() + settle_s
     while stats.stable < total and time.monotonic() < deadline:

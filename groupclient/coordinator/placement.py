@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 
 def java_string_hashcode(text: str) -> int:
     """``java.lang.String.hashCode``: s[0]*31^(n-1) + ... over UTF-16 code units, as int32."""
@@ -12,6 +14,7 @@ def java_string_hashcode(text: str) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
+@lru_cache(maxsize=65536)  # every group request asks it: the hash is a Python loop over the id
 def offsets_partition_for(group_id: str, num_partitions: int) -> int:
     """Kafka's ``Utils.abs(groupId.hashCode) % groupMetadataTopicPartitionCount``.
 

@@ -146,11 +146,13 @@ class ConsumerGroup:
         else:
             member = self._static(request, client_id, client_host)
         member.client_id, member.client_host = client_id or member.client_id, client_host or member.client_host
+        before = (member.topics, member.regex, len(self.members))
         changed = self._update_subscription(member, request)
-        moved = self.subscribed.refresh(self.members.values(), topics)
+        moved = self.subscribed.refresh(self.members.values(), topics,
+                                        force=(member.topics, member.regex, len(self.members)) != before)
         if changed or moved or self.epoch == 0:
             self.epoch += 1
-        self.resolution_due = self.subscribed.resolution_due(self.members.values(), topics, now)
+        self.resolution_due = self.subscribed.resolution_due(topics, now)
         member.session_ends_at = now + self.settings.session_timeout_ms
         self.maybe_assign(topics)
         owned = None if request.topic_partitions is None else {

@@ -61,6 +61,8 @@ class SubscribedTopics:
         self._names_at_resolution: frozenset[str] = frozenset()
         self._seen: Topics | None = None  # the last topics looked at for new names
         self._new_topics = False
+        self._refreshed_with: Topics | None = None  # the topics of the last refresh
+        self._patterns: frozenset[str] = frozenset()  # the patterns in use at the last refresh
 
     def topics_of(self, member: Subscriber) -> frozenset[str]:
         """The names a member subscribes to, its pattern's matches included."""
@@ -78,26 +80,37 @@ class SubscribedTopics:
         self.metadata = metadata
         self._matches = matches
         self._new_topics = True
+        self._refreshed_with = None
 
     def is_resolved(self, pattern: str) -> bool:
         """Whether the pattern's matches are known."""
         return pattern in self._matches
 
-    def refresh(self, members: Iterable[Subscriber], topics: Topics) -> bool:
-        """Whether the metadata of what the members subscribe to changed since last looked at."""
+    def refresh(self, members: Iterable[Subscriber], topics: Topics, force: bool = True) -> bool:
+        """Whether the metadata of what the members subscribe to changed since last looked at.
+        Without ``force`` (no member's subscription changed) only new ``topics`` are looked at:
+        a heartbeat that changes nothing costs no pass over the members."""
+        if not force and topics is self._refreshed_with:
+            return False
+        self._refreshed_with = topics
         names: set[str] = set()
+        patterns: set[str] = set()
         for member in members:
             names |= self.topics_of(member)
+            if member.regex:
+                patterns.add(member.regex)
+        self._patterns = frozenset(patterns)
         current = {name: topics[name] for name in sorted(names) if name in topics}
         if current == self.metadata:
             return False
         self.metadata = current
         return True
 
-    def resolution_due(self, members: Iterable[Subscriber], topics: Topics, now: int) -> bool:
-        """Whether the patterns should be resolved again: one is new, a topic was created since, or
-        the refresh interval passed — and the last resolution is a batch interval old."""
-        patterns = {m.regex for m in members if m.regex}
+    def resolution_due(self, topics: Topics, now: int) -> bool:
+        """Whether the patterns in use (as of the last refresh) should be resolved again: one is
+        new, a topic was created since, or the refresh interval passed — and the last resolution
+        is a batch interval old."""
+        patterns = self._patterns
         if not patterns:
             return False
         if topics is not self._seen:
