@@ -1,7 +1,8 @@
 """Consumer-group administration over the Kafka protocol: list, describe, watch.
 
-:class:`GroupAdmin` works against any broker that speaks the classic group protocol (Apache
-Kafka, the embedded coordinator); ``groupclient groups`` is its command line.
+:class:`GroupAdmin` works against any broker that speaks the Kafka group protocols (Apache
+Kafka, the embedded coordinator), with classic groups and consumer-protocol (KIP-848) ones;
+``groupclient groups`` is its command line.
 """
 
 from __future__ import annotations

@@ -40,8 +40,9 @@ def add_parser(commands: Any) -> None:
     listing.add_argument("--json", action="store_true", help="print a JSON array instead of a table")
     describe = sub.add_parser(
         "describe", parents=[conn], help="a group's state, members, assignments, committed offsets and lag",
-        description="FindCoordinator, DescribeGroups and OffsetFetch for the group, and ListOffsets (latest) "
-                    "for its partitions: lag = log end offset - committed offset.")
+        description="FindCoordinator, DescribeGroups (ConsumerGroupDescribe for a consumer-protocol group: "
+                    "its epochs and each member's current and target assignment) and OffsetFetch for the group, "
+                    "and ListOffsets (latest) for its partitions: lag = log end offset - committed offset.")
     describe.add_argument("group", help="the group id")
     describe.add_argument("--format", choices=["table", "json", "kafka"], default="table",
                           help="tables (default), a JSON object, or kafka-consumer-groups.sh --describe's columns "
@@ -51,7 +52,8 @@ def add_parser(commands: Any) -> None:
     watch = sub.add_parser(
         "watch", parents=[conn], help="print a line whenever the group's state, members or assignments change",
         description="Describe the group every --interval-ms and print what changed (rebalances, members "
-                    "joining and leaving, new assignments) until Ctrl-C, --count or --duration-s.")
+                    "joining and leaving, new assignments; a consumer-protocol group's epochs and members "
+                    "reconciling) until Ctrl-C, --count or --duration-s.")
     watch.add_argument("group", help="the group id")
     watch.add_argument("--interval-ms", type=positive_int, default=1000, metavar="MS",
                        help="time between two looks at the group (default 1000)")

@@ -16,6 +16,7 @@ from ..clock import Clock, SystemClock, Timer
 from ..errors import GroupClientError, NetworkError
 from ..network.client import NetworkClient, NetworkConfig, parse_bootstrap
 from ..error_codes import error_name
+from ..protocol.apis import ApiKey
 
 T = TypeVar("T")
 
@@ -144,14 +145,23 @@ class AdminConnection:
     def version_for(self, node_id: int, api_key: int) -> int | None:
         return self.client.version_for(node_id, api_key)
 
+    def supports(self, node_id: int, api_key: int, timer: Timer) -> bool:
+        """Whether the node serves the API at a version this client speaks (once connected:
+        the versions are those of its ApiVersions answer)."""
+        self._connect(node_id, ApiKey(api_key).name, timer)
+        return self.client.version_for(node_id, api_key) is not None
+
+    def _connect(self, node_id: int, what: str, timer: Timer) -> None:
+        while not self.client.ready(node_id):
+            if timer.expired():
+                raise self._timed_out(f"{what} (cannot connect to {self._where(node_id)})")
+            self.client.poll(min(50, timer.remaining_ms()))
+
     def request(self, node_id: int, request_cls: Any, response_cls: Any, build: Callable[[int], Any],
                 timer: Timer) -> Any:
         """Send ``build(version)`` to a node once it is connected; its answer, or raise."""
         name = request_cls.__name__.removesuffix("Request")
-        while not self.client.ready(node_id):
-            if timer.expired():
-                raise self._timed_out(f"{name} (cannot connect to {self._where(node_id)})")
-            self.client.poll(min(50, timer.remaining_ms()))
+        self._connect(node_id, name, timer)
         future = self.client.send(node_id, request_cls, response_cls, build, timeout_ms=max(timer.remaining_ms(), 1))
         self.client.poll_until(future, timer, wakeup=False)
         if not future.is_done():

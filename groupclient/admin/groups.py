@@ -3,10 +3,15 @@
 Each request is sent at the highest version both sides support (the connection negotiates
 ApiVersions), and built for that version: ListGroups has group states from v4 and types from
 v5; OffsetFetch asks for all of a group's partitions from v2 and batches groups from v8.
+
+A group is classic (DescribeGroups describes it) or consumer-protocol (KIP-848:
+ConsumerGroupDescribe, see :mod:`.consumer_groups`); each API answers "not found" for a group of
+the other kind, so describing asks the kind last seen for the group first, then the other.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -21,8 +26,10 @@ from ..structs import TopicPartition
 from ..clock import Timer
 from ..protocol.consumer_protocol import PROTOCOL_TYPE, decode_assignment
 from ..error_codes import ErrorCode
+from ..protocol.apis import ApiKey
 from .client import AdminConnection, AdminError, GroupNotFoundError, check
-from .model import Coordinator, GroupDescription, ListedGroup, Member, PartitionLag
+from .consumer_groups import describe_consumer_group
+from .model import CLASSIC, CONSUMER, Coordinator, GroupDescription, ListedGroup, Member, PartitionLag
 
 LATEST = -1
 READ_UNCOMMITTED = 0
@@ -30,8 +37,13 @@ LIST_OFFSETS_ATTEMPTS = 3  # then a partition whose leader keeps refusing shows 
 
 
 class GroupAdmin:
+    """List and describe the groups of one cluster over an :class:`AdminConnection`."""
+
     def __init__(self, conn: AdminConnection) -> None:
         self.conn = conn
+        # the kind each group was last described as: asked first next time (``groups watch``
+        # describes a consumer group every interval, with one request rather than two)
+        self._kinds: dict[str, str] = {}
 
     # -- list ----------------------------------------------------------------------------
     def list_groups(self, timer: Timer) -> tuple[list[ListedGroup], list[str]]:
@@ -59,11 +71,12 @@ class GroupAdmin:
 
     # -- describe ------------------------------------------------------------------------
     def describe_group(self, group_id: str, timer: Timer, offsets: bool = True) -> GroupDescription:
-        """The group's state and members, and with ``offsets`` its committed offsets and lag.
-        Raises GroupNotFoundError for a group the coordinator does not know."""
+        """The group's state and members, and with ``offsets`` its committed offsets and lag; a
+        classic group or a consumer-protocol one (``group_type``).  Raises GroupNotFoundError for
+        a group the coordinator does not know."""
         def attempt() -> tuple[GroupDescription, dict[TopicPartition, int]]:
             coordinator = self._find_coordinator(group_id, timer)
-            description = self._describe_on(coordinator, group_id, timer)
+            description = self._describe_either(coordinator, group_id, timer)
             committed = self._committed(coordinator.node_id, description, timer) if offsets else {}
             return description, committed
 
@@ -75,8 +88,7 @@ class GroupAdmin:
         ends = self._end_offsets(partitions, timer)
         lags = tuple(PartitionLag(tp.topic, tp.partition, committed.get(tp), ends.get(tp), assigned.get(tp))
                      for tp in partitions)
-        return GroupDescription(description.group_id, description.state, description.protocol_type,
-                                description.protocol, description.coordinator, description.members, lags)
+        return replace(description, offsets=lags)
 
     def _find_coordinator(self, group_id: str, timer: Timer) -> Coordinator:
         node = self.conn.client.least_loaded_node()
@@ -102,6 +114,26 @@ class GroupAdmin:
         self.conn.add_node(coordinator.node_id, coordinator.host, coordinator.port)
         return coordinator
 
+    def _describe_either(self, coordinator: Coordinator, group_id: str, timer: Timer) -> GroupDescription:
+        """DescribeGroups or ConsumerGroupDescribe, the group's last known kind first; the other
+        when the first says "not found" (a group can change kind: Kafka converts a group between
+        the protocols as its members do)."""
+        kinds = (CONSUMER, CLASSIC) if self._kinds.get(group_id) == CONSUMER else (CLASSIC, CONSUMER)
+        for kind in kinds:
+            try:
+                if kind == CLASSIC:
+                    description = self._describe_on(coordinator, group_id, timer)
+                elif self.conn.supports(coordinator.node_id, ApiKey.CONSUMER_GROUP_DESCRIBE, timer):
+                    description = describe_consumer_group(self.conn, coordinator, group_id, timer)
+                else:
+                    continue  # a broker before Kafka 4 (or without KIP-848) has classic groups only
+            except GroupNotFoundError:
+                continue
+            self._kinds[group_id] = kind
+            return description
+        self._kinds.pop(group_id, None)
+        raise GroupNotFoundError(group_id)
+
     def _describe_on(self, coordinator: Coordinator, group_id: str, timer: Timer) -> GroupDescription:
         def build(version: int) -> Any:
             return DescribeGroupsRequest(version=version, groups=[group_id], include_authorized_operations=False)
@@ -109,7 +141,8 @@ class GroupAdmin:
         response = self.conn.request(coordinator.node_id, DescribeGroupsRequest, DescribeGroupsResponse,
                                      build, timer)
         group = response.groups[0]
-        # Kafka answers a group it does not know as Dead with no members (v6+: GROUP_ID_NOT_FOUND)
+        # Kafka answers a group it does not know as Dead with no members (v6+: GROUP_ID_NOT_FOUND);
+        # Kafka 4 answers a consumer-protocol group the same way ("... is not a classic group.")
         if group.error_code == ErrorCode.GROUP_ID_NOT_FOUND or (
                 not group.error_code and group.group_state == "Dead" and not group.members):
             raise GroupNotFoundError(group_id)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from ..structs import TopicPartition
 
-from .model import GroupDescription, ListedGroup, Member
+from .model import CONSUMER, GroupDescription, ListedGroup, Member
 
 NONE = "-"
 
@@ -54,20 +54,34 @@ KAFKA_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSE
                  "CLIENT-ID")
 
 
+# the states in which kafka-consumer-groups.sh warns that the group "is rebalancing": the classic
+# protocol's and the consumer protocol's (KIP-848)
+REBALANCING = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
+
+
 def render_kafka(d: GroupDescription) -> str:
     """``kafka-consumer-groups.sh --describe``'s offsets view, column for column (its widths:
-    at least 15, PARTITION 10; "-" where nothing is known), so scripts written for it work."""
-    members = {m.member_id: m for m in d.members}
+    at least 15, PARTITION 10; "-" where nothing is known), so scripts written for it work.
+
+    The rows come in its order: the members that own partitions, the one with the most first
+    (ties in the coordinator's order), each one's partitions sorted; then the partitions only
+    committed.  A member that owns nothing has no row.  Kafka's tool prints the same for a
+    classic and a consumer-protocol group (for the latter, the partitions each member owns now).
+    """
     rows = []
-    for p in d.offsets:
-        m = members.get(p.member_id) if p.member_id else None
-        rows.append([d.group_id, p.topic, str(p.partition), _dash(p.committed), _dash(p.end), _dash(p.lag),
-                     m.member_id if m else NONE, m.client_host if m else NONE, m.client_id if m else NONE])
+    owning = sorted((m for m in d.members if m.assignment), key=lambda m: -len(m.assignment or ()))
+    for m in [*owning, None]:
+        member_id = m.member_id if m else None
+        for p in sorted((p for p in d.offsets if p.member_id == member_id), key=lambda p: (p.topic, p.partition)):
+            rows.append([d.group_id, p.topic, str(p.partition), _dash(p.committed), _dash(p.end), _dash(p.lag),
+                         m.member_id if m else NONE, m.client_host if m else NONE, m.client_id if m else NONE])
     widths = [max([15, *(len(r[i]) for r in rows)]) if i in (0, 1, 6, 7) else (10 if i == 2 else 15)
               for i in range(len(KAFKA_COLUMNS) - 1)]
     lines = [""]
     if not d.members:
         lines += [f"Consumer group '{d.group_id}' has no active members.", ""]
+    elif d.state in REBALANCING:
+        lines += [f"Warning: Consumer group '{d.group_id}' is rebalancing.", ""]
     for row in [list(KAFKA_COLUMNS), *rows]:
         lines.append(" ".join(cell.ljust(width) for cell, width in zip(row, widths)) + " " + row[-1])
     return "\n".join(lines)
@@ -85,11 +99,25 @@ def render_list(groups: Sequence[ListedGroup]) -> str:
 
 
 def render_description(d: GroupDescription) -> str:
+    """The group, its members and its offsets as three tables (a consumer-protocol group's
+    with its epochs, assignor, and each member's subscription and target assignment)."""
     c = d.coordinator
-    parts = [table(["GROUP", "STATE", "PROTOCOL-TYPE", "PROTOCOL", "MEMBERS", "COORDINATOR"],
-                   [[d.group_id, d.state, d.protocol_type or NONE, d.protocol or NONE, len(d.members),
-                     f"{c.node_id} ({c.host}:{c.port})"]])]
-    if d.members:
+    coordinator = f"{c.node_id} ({c.host}:{c.port})"
+    if d.group_type == CONSUMER:
+        parts = [table(["GROUP", "TYPE", "STATE", "ASSIGNOR", "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "MEMBERS",
+                        "COORDINATOR"],
+                       [[d.group_id, d.group_type, d.state, d.assignor, d.group_epoch, d.assignment_epoch,
+                         len(d.members), coordinator]])]
+    else:
+        parts = [table(["GROUP", "STATE", "PROTOCOL-TYPE", "PROTOCOL", "MEMBERS", "COORDINATOR"],
+                       [[d.group_id, d.state, d.protocol_type or NONE, d.protocol or NONE, len(d.members),
+                         coordinator]])]
+    if d.members and d.group_type == CONSUMER:
+        parts.append(table(["MEMBER-ID", "GROUP-INSTANCE-ID", "CLIENT-ID", "CLIENT-HOST", "MEMBER-EPOCH",
+                            "SUBSCRIBED", "ASSIGNMENT", "TARGET-ASSIGNMENT"],
+                           [[m.member_id, m.group_instance_id, m.client_id, m.client_host, m.member_epoch,
+                             subscription(m), _assignment(m), _target(m)] for m in d.members]))
+    elif d.members:
         parts.append(table(["MEMBER-ID", "GROUP-INSTANCE-ID", "CLIENT-ID", "CLIENT-HOST", "ASSIGNMENT"],
                            [[m.member_id, m.group_instance_id, m.client_id, m.client_host, _assignment(m)]
                             for m in d.members]))
@@ -105,21 +133,42 @@ def render_description(d: GroupDescription) -> str:
     return "\n\n".join(parts)
 
 
+def subscription(m: Member) -> str:
+    """``orders,payments`` for topics by name, ``/orders-.*/`` for a pattern; "-" for none."""
+    names = ",".join(m.subscribed_topics or ())
+    pattern = f"/{m.subscribed_regex}/" if m.subscribed_regex else ""
+    return " ".join(part for part in (names, pattern) if part) or NONE
+
+
+def _target(m: Member) -> str:
+    return partitions(m.target_assignment) + (" (reconciling)" if m.reconciling else "")
+
+
 # -- watch ---------------------------------------------------------------------------------
 @dataclass
 class GroupWatch:
     """What changed since the last look: state, protocol, members joining and leaving, and
-    assignments.  DescribeGroups carries no generation, so a rebalance shows as the state going
-    through PreparingRebalance and as these membership and assignment changes.  Assignments are
-    compared with the last one seen for the member: outside Stable they are not shown, which
-    is not a change."""
+    assignments.  DescribeGroups carries no generation, so a classic group's rebalance shows as
+    the state going through PreparingRebalance and as these membership and assignment changes.
+    Assignments are compared with the last one seen for the member: outside Stable a classic
+    group does not show them, which is not a change.
+
+    A consumer-protocol group (KIP-848) also shows its epochs moving (the group's, its target
+    assignment's, each member's) and each member that is reconciling: its current assignment is
+    not its target yet ("reconciling M: current -> target"), until it is ("reconciled M")."""
 
     group_id: str
     seen: bool = False
     state: str | None = None
     protocol: str | None = None
+    group_type: str | None = None
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
     members: dict[str, Member] = field(default_factory=dict)
     assignments: dict[str, tuple[TopicPartition, ...]] = field(default_factory=dict)
+    member_epochs: dict[str, int] = field(default_factory=dict)
+    # the target of each member last shown reconciling, until it is reconciled
+    reconciling: dict[str, tuple[TopicPartition, ...]] = field(default_factory=dict)
 
     def update(self, d: GroupDescription | None) -> list[str]:
         """Lines for what changed (all of it on the first look); None: the group is not there."""
@@ -131,31 +180,81 @@ class GroupWatch:
             if d is None:
                 lines.append(f"group {self.group_id} not found")
             elif first:
-                count = len(d.members)
-                lines.append(f"state {d.state}, protocol {d.protocol or NONE}, {count} member{'' if count == 1 else 's'}")
+                lines.append(_summary(d))
             else:
                 lines.append(f"state {self.state or 'not found'} -> {state}")
             self.state = state
-        if d is not None and d.protocol and self.protocol and d.protocol != self.protocol:
-            lines.append(f"protocol {self.protocol} -> {d.protocol}")
-        if d is not None and d.protocol:
-            self.protocol = d.protocol
+        if d is not None:
+            lines += self._group_changes(d)
         now = {m.member_id: m for m in (d.members if d is not None else ())}
         for member_id, m in now.items():
             if member_id not in self.members:
                 lines.append(f"member joined: {member_id} (client {m.client_id}, host {m.client_host}"
-                             + (f", instance {m.group_instance_id})" if m.group_instance_id else ")"))
+                             + (f", instance {m.group_instance_id}" if m.group_instance_id else "")
+                             + (f", epoch {m.member_epoch})" if m.member_epoch is not None else ")"))
         for member_id in self.members:
             if member_id not in now:
                 lines.append(f"member left: {member_id}")
                 self.assignments.pop(member_id, None)
+                self.member_epochs.pop(member_id, None)
+                self.reconciling.pop(member_id, None)
         for member_id, m in now.items():
-            if m.assignment is None:
-                continue
+            lines += self._member_changes(m)
+        self.members = now
+        return lines
+
+    def _group_changes(self, d: GroupDescription) -> list[str]:
+        lines: list[str] = []
+        if self.group_type is not None and d.group_type != self.group_type:
+            lines.append(f"type {self.group_type} -> {d.group_type}")
+        self.group_type = d.group_type
+        if d.protocol and self.protocol and d.protocol != self.protocol:
+            lines.append(f"{'assignor' if d.group_type == CONSUMER else 'protocol'} {self.protocol} -> {d.protocol}")
+        if d.protocol:
+            self.protocol = d.protocol
+        for what, before, after in (("group epoch", self.group_epoch, d.group_epoch),
+                                    ("assignment epoch", self.assignment_epoch, d.assignment_epoch)):
+            if before is not None and after is not None and before != after:
+                lines.append(f"{what} {before} -> {after}")
+        self.group_epoch, self.assignment_epoch = d.group_epoch, d.assignment_epoch
+        return lines
+
+    def _member_changes(self, m: Member) -> list[str]:
+        lines: list[str] = []
+        member_id = m.member_id
+        if m.member_epoch is not None:
+            before_epoch = self.member_epochs.get(member_id)
+            if before_epoch is not None and before_epoch != m.member_epoch:
+                lines.append(f"member epoch {member_id}: {before_epoch} -> {m.member_epoch}")
+            self.member_epochs[member_id] = m.member_epoch
+        if m.assignment is not None:
             before = self.assignments.get(member_id)
             if before != m.assignment:
                 change = f"{partitions(before)} -> " if before is not None else ""
                 lines.append(f"assignment {member_id}: {change}{partitions(m.assignment)}")
                 self.assignments[member_id] = m.assignment
-        self.members = now
+        if m.target_assignment is None:
+            return lines
+        if m.reconciling:
+            if self.reconciling.get(member_id) != m.target_assignment:  # newly, or towards a new target
+                lines.append(f"reconciling {member_id}: {_towards(m)}")
+                self.reconciling[member_id] = m.target_assignment
+        elif self.reconciling.pop(member_id, None) is not None:
+            lines.append(f"reconciled {member_id}: {partitions(m.assignment)}")
         return lines
+
+
+def _towards(m: Member) -> str:
+    """``current -> target``; when they are the same, the epochs that say it is not done yet
+    (the partitions it is giving up are no longer in its current assignment)."""
+    if set(m.assignment or ()) != set(m.target_assignment or ()):
+        return f"{partitions(m.assignment)} -> {partitions(m.target_assignment)}"
+    return f"{partitions(m.assignment)} at epoch {m.member_epoch}, target epoch {m.target_epoch}"
+
+
+def _summary(d: GroupDescription) -> str:
+    count = f"{len(d.members)} member{'' if len(d.members) == 1 else 's'}"
+    if d.group_type == CONSUMER:
+        return (f"state {d.state}, type {d.group_type}, assignor {d.assignor or NONE}, group epoch {d.group_epoch}, "
+                f"assignment epoch {d.assignment_epoch}, {count}")
+    return f"state {d.state}, protocol {d.protocol or NONE}, {count}"

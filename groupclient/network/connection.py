@@ -56,8 +56,8 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: 1,
     # the group's session timeout under the consumer protocol (member/group_session.py)
     ApiKey.DESCRIBE_CONFIGS: 4,
-    # the admin client's (groupclient groups ...)
-    ApiKey.DESCRIBE_GROUPS: 6, ApiKey.LIST_GROUPS: 5,
+    # the admin client's (groupclient groups ...); ConsumerGroupDescribe for KIP-848 groups
+    ApiKey.DESCRIBE_GROUPS: 6, ApiKey.LIST_GROUPS: 5, ApiKey.CONSUMER_GROUP_DESCRIBE: 1,
     # authentication (before READY)
     ApiKey.SASL_HANDSHAKE: 1, ApiKey.SASL_AUTHENTICATE: 2,
 }

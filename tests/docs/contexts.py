@@ -294,6 +294,48 @@ def billing(tmp_path: Path, client_ids: tuple[str, ...] = ("billing-1", "billing
 
 
 @contextmanager
+def shipping_cli(tmp_path: Path) -> Iterator[str]:
+    """docs/cli.md's consumer-protocol run: ``orders`` as in ``billing``; ``shipping-1`` and
+    ``shipping-2``, ``group_protocol="consumer"``, in group ``shipping`` (the first joins first and
+    commits offset 4 of partition 0 before the second starts), the group Stable with each member at
+    its target; its address."""
+    from groupclient.admin import AdminConnection, GroupAdmin, GroupNotFoundError
+
+    def settled(address: str) -> bool:
+        with AdminConnection(address, timeout_ms=5000) as conn:
+            try:
+                d = GroupAdmin(conn).describe_group("shipping", conn.timer(), offsets=False)
+            except GroupNotFoundError:
+                return False
+        return d.state == "Stable" and len(d.members) == 2 and not any(m.reconciling for m in d.members)
+
+    # the suite's consumer-protocol timing (tests/conftest.py's KIP848_SETTINGS): a heartbeat a second
+    with _cluster(group_consumer_heartbeat_interval_ms=1000, group_consumer_min_heartbeat_interval_ms=500) as cluster:
+        cluster.create_topic("orders", 3)
+        for partition, count in enumerate((10, 5, 7)):
+            cluster.produce("orders", [f"{partition}-{i}".encode() for i in range(count)], partition=partition)
+        members: list[Member] = []
+        try:
+            for client_id in ("shipping-1", "shipping-2"):
+                member = Member({"bootstrap_servers": cluster.bootstrap_servers, "group_id": "shipping",
+                                 "client_id": client_id, "group_protocol": "consumer", "enable_auto_commit": False})
+                if not members:
+                    member.commit = {TopicPartition("orders", 0): OffsetAndMetadata(4, "", -1)}
+                members.append(member)
+                member.start()
+                # one at a time, the first committed before the second joins (its commit is at its
+                # epoch, which the second one's joining moves)
+                assert wait_until(lambda: bool(members[-1].assigned()) and members[0].commit is None, 60), \
+                    [m.assigned() for m in members]
+            assert wait_until(lambda: [m.assigned() for m in members] == [[0, 1], [2]]
+                              and settled(cluster.bootstrap_servers), 60), [m.assigned() for m in members]
+            yield cluster.bootstrap_servers
+        finally:
+            for member in members:
+                member.close()
+
+
+@contextmanager
 def billing_cli(tmp_path: Path) -> Iterator[str]:
     """The ``billing`` run, for transcripts: its bootstrap address."""
     with billing(tmp_path) as scene:

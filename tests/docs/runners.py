@@ -97,9 +97,21 @@ class Python:
 
 # -- commands --------------------------------------------------------------------------------
 
+# a consumer-protocol member's id: 16 random bytes in URL-safe base64, 22 characters (a word of
+# that length with a lower-case letter and an upper-case letter or digit: not a header or option)
+_MEMBER_ID = re.compile(r"(?<![\w-])[A-Za-z0-9_-]{22}(?![\w-])")
+
+
+def _member_id(match: re.Match[str]) -> str:
+    word = match.group(0)
+    ours = re.search(r"[a-z]", word) is not None and re.search(r"[A-Z0-9]", word) is not None
+    return "<member-id>" if ours else word
+
+
 def _normal(text: str, numbers: bool) -> list[str]:
     """Lines with what differs from run to run made neutral, and runs of spaces collapsed."""
     text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<uuid>", text)
+    text = _MEMBER_ID.sub(_member_id, text)
     text = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}", "<when>", text)
     text = re.sub(r"\b\d\d:\d\d:\d\d\.\d{3}\b", "<time>", text)
     text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:<port>", text)

@@ -61,6 +61,10 @@ RUNS: dict[str, Runner] = {
         contexts.billing_alone, contexts.billing_2_starts, first_look_lines=3),
     "docs/cli.md: $ groupclient groups watch billing --interval-ms 200 --count 2": Watch(
         contexts.billing, contexts.billing_2_stops, first_look_lines=5),
+    "docs/cli.md: $ groupclient groups describe shipping": Transcript(contexts.shipping_cli),
+    "docs/cli.md: $ groupclient groups watch shipping --interval-ms 200 --duration-s 8": Mirrored(
+        ("tests/integration/test_cli_consumer_groups.py::test_describe_and_watch_show_a_member_reconciling",),
+        "which look sees which step of a consumer-protocol rebalance depends on timing: the test checks the lines"),
     "docs/cli.md: $ groupclient assignors bench --members 3 --partitions 12 --topics 2": Transcript(numbers=True),
     "docs/cli.md: $ groupclient spark pipeline --events 2000 --output /tmp/docrun/pipeline-out": Mirrored(
         ("tests/spark/test_consume_and_pipeline.py::test_the_pipeline_command_runs_end_to_end",),

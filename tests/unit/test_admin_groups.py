@@ -108,7 +108,7 @@ def test_render_empty_group() -> None:
 def test_description_json() -> None:
     d = group("Stable", member("m-1", "t:0"), offsets=(PartitionLag("t", 0, 1, 3, "m-1"),))
     assert d.to_json() == {
-        "group_id": "shop", "state": "Stable", "protocol_type": "consumer", "protocol": "range",
+        "group_id": "shop", "state": "Stable", "protocol_type": "consumer", "protocol": "range", "type": "classic",
         "coordinator": {"node_id": 0, "host": "127.0.0.1", "port": 9092},
         "members": [{"member_id": "m-1", "group_instance_id": None, "client_id": "c", "client_host": "/127.0.0.1",
                      "assignment": [{"topic": "t", "partition": 0}]}],
@@ -203,6 +203,9 @@ class ScriptedConnection:
 
     def version_for(self, node_id: int, api_key: int) -> int | None:
         return self.versions.get(api_key)
+
+    def supports(self, node_id: int, api_key: int, timer: Timer) -> bool:
+        return api_key in self.versions
 
     def request(self, node_id: int, request_cls: Any, response_cls: Any, build: Callable[[int], Any],
                 timer: Timer) -> Any:
