@@ -1,5 +1,6 @@
-"""Rebalance downtime on Apache Kafka 4.1: the consumer group protocol (KIP-848) against the classic
-one — unowned partition-seconds while a group scales out and while it restarts member by member.
+"""Rebalance downtime on Apache Kafka 4.1 (and, with ``--clusters kafka,embedded``, on the embedded
+coordinator in the same run): the consumer group protocol (KIP-848) against the classic one —
+unowned partition-seconds while a group scales out and while it restarts member by member.
 
 Run it (about 10 minutes here; ``python benchmarks/rebalance_downtime.py --kafka`` runs the same)::
 
@@ -21,7 +22,11 @@ Configurations: groupclient ``group_protocol="consumer"`` and librdkafka (conflu
 scale-out 6 -> 7 (from the 7th member's start until every partition has one owner, the group is
 balanced and nothing changed for a quiet second), and a rolling restart of the 6 (close one, start
 its replacement at once, wait settled, next).  Targets (issue 23): groupclient <= librdkafka in
-both scenarios; groupclient consumer <= 0.2 x groupclient eager at 1 s heartbeats.
+both scenarios; groupclient consumer <= 0.2 x groupclient eager at 1 s heartbeats.  Issue 24: the
+same groupclient consumer-protocol runs on the embedded coordinator within 1.2 x of Kafka's::
+
+    python benchmarks/kafka_downtime.py --clusters kafka,embedded --intervals 1000 --configs "gc consumer"
+
 """
 
 from __future__ import annotations
@@ -270,42 +275,79 @@ def rolling_restart(cfg: Config, bootstrap: str, args: argparse.Namespace) -> Ru
     return g.finish(run, t0, ok)
 
 
-def run_on_kafka(interval_ms: int, configs: list[Config], args: argparse.Namespace) -> list[Run]:
-    from kafka.errors import RequestTimedOutError
+class Clusters:
+    """The clusters a run compares: Apache Kafka 4.1 (a broker that stops creating topics is replaced)
+    and the embedded coordinator in its own process, both at the same consumer heartbeat interval."""
 
-    from tests.kafka.broker import KafkaBroker
+    def __init__(self, names: list[str], interval_ms: int, args: argparse.Namespace) -> None:
+        self.interval_ms, self.args = interval_ms, args
+        self.kafka: Any = None
+        self._embedded: Any = None
+        self.bootstrap: dict[str, str] = {}
+        if "kafka" in names:
+            self._start_kafka()
+        if "embedded" in names:
+            from benchmarks.brokers import coordinator
 
-    properties = {"group.consumer.heartbeat.interval.ms": str(interval_ms),
-                  "group.consumer.min.heartbeat.interval.ms": "500"}
+            self._embedded = coordinator("--consumer-heartbeat-interval-ms", str(interval_ms),
+                                         "--consumer-min-heartbeat-interval-ms", "500")
+            self.bootstrap["embedded"] = self._embedded.__enter__().bootstrap
+
+    def _start_kafka(self) -> None:
+        from tests.kafka.broker import KafkaBroker
+
+        properties = {"group.consumer.heartbeat.interval.ms": str(self.interval_ms),
+                      "group.consumer.min.heartbeat.interval.ms": "500"}
+        self.kafka = KafkaBroker(properties=properties).start()
+        self.bootstrap["kafka"] = self.kafka.bootstrap
+
+    def run(self, name: str, fn: Callable[[Config, str, argparse.Namespace], Run], cfg: Config) -> Run:
+        from kafka.errors import RequestTimedOutError
+
+        try:
+            return fn(cfg, self.bootstrap[name], self.args)
+        except RequestTimedOutError as exc:
+            if name != "kafka":
+                raise
+            # seen here under load: the broker's controller stops ("Unable to start acceptor for
+            # CONTROLLER") and creates no more topics; a fresh broker goes on
+            print(f"  the broker stopped creating topics ({exc.__class__.__name__}); starting a new one", flush=True)
+            keep_log(self.kafka, self.args)
+            self.kafka.close()
+            self._start_kafka()
+            return fn(cfg, self.bootstrap[name], self.args)
+
+    def close(self) -> None:
+        if self.kafka is not None:
+            keep_log(self.kafka, self.args)
+            self.kafka.close()
+        if self._embedded is not None:
+            self._embedded.__exit__(None, None, None)
+
+
+def run_interval(interval_ms: int, configs: list[Config], args: argparse.Namespace) -> list[Run]:
+    """Every scenario, configuration and cluster at one interval; runs interleaved, so that a slow
+    stretch of the machine hits all alike."""
+    names = [n for n in args.clusters.split(",") if n]
+    clusters = Clusters(names, interval_ms, args)
     runs: list[Run] = []
-    broker = KafkaBroker(properties=properties).start()
     try:
         for scenario, fn in (("scale-out", scale_out), ("rolling", rolling_restart)):
             if scenario not in args.scenarios:
                 continue
             # each scale-out is one rebalance: repeated, and the median reported
-            repeats = args.repeats if scenario == "scale-out" else 1
-            for _ in range(repeats):
-                for cfg in configs:  # interleaved, so a slow stretch of the machine hits all alike
-                    try:
-                        run = fn(cfg, broker.bootstrap, args)
-                    except RequestTimedOutError as exc:
-                        # seen here under load: the broker's controller stops ("Unable to start
-                        # acceptor for CONTROLLER") and creates no more topics; a fresh broker goes on
-                        print(f"  the broker stopped creating topics ({exc.__class__.__name__}); starting a new one",
-                              flush=True)
-                        keep_log(broker, args)
-                        broker.close()
-                        broker = KafkaBroker(properties=properties).start()
-                        run = fn(cfg, broker.bootstrap, args)
-                    run.config = f"{cfg.name} @{interval_ms // 1000} s" if cfg.protocol == "consumer" else cfg.name
-                    runs.append(run)
-                    print(f"  {run.scenario:18s} {run.config:28s} unowned {run.unowned:7.2f} p*s, settled "
-                          f"after {run.total_s:6.2f} s, {len(run.overlaps)} overlaps"
-                          + (f", errors {run.errors}" if run.errors else ""), flush=True)
+            for _ in range(args.repeats if scenario == "scale-out" else 1):
+                for cfg in configs:
+                    for name in names:
+                        run = clusters.run(name, fn, cfg)
+                        label = f"{cfg.name} @{interval_ms // 1000} s" if cfg.protocol == "consumer" else cfg.name
+                        run.config = label if name == "kafka" else f"{label} [{name}]"
+                        runs.append(run)
+                        print(f"  {run.scenario:18s} {run.config:40s} unowned {run.unowned:7.2f} p*s, settled "
+                              f"after {run.total_s:6.2f} s, {len(run.overlaps)} overlaps"
+                              + (f", errors {run.errors}" if run.errors else ""), flush=True)
     finally:
-        keep_log(broker, args)
-        broker.close()
+        clusters.close()
     return runs
 
 
@@ -337,6 +379,10 @@ def report(runs: list[Run]) -> str:
         gc, eager = by.get((scenario, "gc consumer @1 s")), by.get((scenario, "gc classic eager"))
         if gc is not None and eager:
             lines.append(f"- {scenario}: groupclient consumer @1 s / groupclient eager = {gc / eager:.3f} (target <= 0.2)")
+        embedded = by.get((scenario, "gc consumer @1 s [embedded]"))
+        if gc and embedded is not None:
+            lines.append(f"- {scenario}: groupclient consumer @1 s, embedded coordinator / Apache Kafka = "
+                         f"{embedded / gc:.2f} (target <= 1.2)")
     return "\n".join(lines)
 
 
@@ -368,15 +414,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", default="0", help="of the members' start times")
     parser.add_argument("--quiet-s", type=float, default=1.0)
     parser.add_argument("--broker-log", default=None, help="keep the broker's log there")
+    parser.add_argument("--clusters", default="kafka",
+                        help="kafka, embedded, or kafka,embedded (the embedded coordinator in its own process)")
+    parser.add_argument("--configs", default=None,
+                        help="only these configurations, comma-separated (e.g. 'gc consumer')")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
-    print(f"Apache Kafka 4.1.1, 1 broker; {PARTITIONS} partitions, {args.rate:g} records/s/partition; members "
-          f"busy {args.work_ms} ms per non-empty poll; quiet period {args.quiet_s} s", flush=True)
+    print(f"clusters {args.clusters} (Apache Kafka 4.1.1: 1 broker); {PARTITIONS} partitions, {args.rate:g} "
+          f"records/s/partition; members busy {args.work_ms} ms per non-empty poll; quiet period {args.quiet_s} s",
+          flush=True)
     runs: list[Run] = []
     for i, interval in enumerate(int(v) for v in args.intervals.split(",")):
         configs = consumer_configs() + (CLASSIC if i == 0 and not args.no_classic else [])
+        if args.configs:
+            configs = [c for c in configs if c.name in args.configs.split(",")]
         print(f"group.consumer.heartbeat.interval.ms={interval}", flush=True)
-        runs += run_on_kafka(interval, configs, args)
+        runs += run_interval(interval, configs, args)
     print()
     print(report(runs))
     if args.out:
