@@ -126,10 +126,11 @@ def heartbeat(group: ConsumerGroup, member_id: str, generation_id: int, now: int
 
 def waiting(group: ConsumerGroup, member: Member) -> bool:
     """Whether a partition of its target is still held by another member."""
+    held = group.holders()
     for topic, partitions in group.target.get(member.member_id, {}).items():
         for p in partitions:
             if p not in member.assignment.assigned.get(topic, frozenset()) and \
-                    group.held_by(topic, p) not in (None, member.member_id):
+                    held.get((topic, p)) not in (None, member.member_id):
                 return True
     return False
 

@@ -21,6 +21,7 @@ discipline.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,7 +185,7 @@ class ConsumerGroup:
         """Move the member towards its target, given what it says it owns (None: not stated); a
         member told to give partitions up has its rebalance timeout to do so."""
         member.assignment = next_assignment(member.member_id, member.assignment, self.assignment_epoch,
-                                            self.target.get(member.member_id, {}), owned, self.held_by)
+                                            self.target.get(member.member_id, {}), owned, self._lazy_holders())
         if member.assignment.state is MemberAssignmentState.UNREVOKED_PARTITIONS:
             if member.revoke_by is None:
                 member.revoke_by = now + member.rebalance_timeout_ms
@@ -192,11 +193,32 @@ class ConsumerGroup:
             member.revoke_by = None
 
     def held_by(self, topic: TopicId, partition: int) -> str | None:
+        """Which member holds a partition, or is still giving it up (None: it is free)."""
+        return self.holders().get((topic, partition))
+
+    def holders(self) -> dict[tuple[TopicId, int], str]:
+        """Every held partition's holder, in one pass over the members (what a reconciliation
+        asks partition by partition)."""
+        held: dict[tuple[TopicId, int], str] = {}
         for member in self.members.values():
             a = member.assignment
-            if partition in a.assigned.get(topic, frozenset()) or partition in a.revoking.get(topic, frozenset()):
-                return member.member_id
-        return None
+            for partitions in (a.assigned, a.revoking):
+                for topic, ps in partitions.items():
+                    for p in ps:
+                        held[(topic, p)] = member.member_id
+        return held
+
+    def _lazy_holders(self) -> Callable[[TopicId, int], str | None]:
+        """held_by for one reconciliation: the holders are gathered on the first question only."""
+        held: dict[tuple[TopicId, int], str] | None = None
+
+        def held_by(topic: TopicId, partition: int) -> str | None:
+            nonlocal held
+            if held is None:
+                held = self.holders()
+            return held.get((topic, partition))
+
+        return held_by
 
     # -- who sends it ----------------------------------------------------------------------------
     def _throw_if_full(self, member_id: str) -> None:

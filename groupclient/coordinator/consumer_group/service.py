@@ -80,6 +80,7 @@ class ConsumerGroups:
         self._classic = classic
         self._new_member_id = new_member_id
         self._topics: Topics = {}  # the cluster's topics as the last request saw them
+        self._names_of: tuple[Topics, dict[uuid.UUID, str]] | None = None
 
     # -- lookups ---------------------------------------------------------------------------------
     def get(self, group_id: str) -> ConsumerGroup | None:
@@ -228,7 +229,10 @@ class ConsumerGroups:
         return results
 
     def _name_of(self, topic_id: uuid.UUID) -> str | None:
-        return next((name for name, (tid, _) in self._topics.items() if tid == topic_id), None)
+        """A topic id's name, as the last request saw the topics."""
+        if self._names_of is None or self._names_of[0] is not self._topics:
+            self._names_of = (self._topics, {tid: name for name, (tid, _) in self._topics.items()})
+        return self._names_of[1].get(topic_id)
 
     def _maybe_downgrade(self, group: ConsumerGroup, now: int) -> None:
         """Kafka's downgrade: the last consumer-protocol member is gone and classic ones remain."""
