@@ -432,3 +432,20 @@ def test_the_committed_offsets_of_a_deleted_topic_are_gone(kip848_bootstrap: str
         assert fetch_offsets(wire, group, both) == dropped
     finally:
         wire.close()
+
+
+def test_metadata_by_topic_id_answers_as_kafka_does(kip848_bootstrap: str) -> None:
+    """Kafka 4.1.1, Metadata v12 asked by topic id (as KIP-848 clients ask, to name the topics of
+    their assignment): a known id by its name with its partitions; an unknown id UNKNOWN_TOPIC_ID
+    with a null name; an entry with neither a name nor an id is left out; nothing is created."""
+    bootstrap = kip848_bootstrap
+    topic = external.new_topic(bootstrap, 2)
+    topic_id, stranger = topic_id_of(bootstrap, topic, 2), uuid.uuid4()
+    T = MetadataRequest.MetadataRequestTopic
+    with connection(bootstrap) as wire:
+        asked = [T(topic_id=topic_id, name=None), T(topic_id=None, name=None), T(topic_id=stranger, name=None)]
+        answer = wire.call(MetadataRequest(version=12, topics=asked, allow_auto_topic_creation=True,
+                                           include_topic_authorized_operations=False), MetadataResponse)
+    seen = sorted(((t.error_code, t.name, t.topic_id, len(t.partitions)) for t in answer.topics),
+                  key=lambda row: row[0])
+    assert seen == [(E.NONE, topic, topic_id, 2), (E.UNKNOWN_TOPIC_ID, None, stranger, 0)], seen

@@ -44,7 +44,8 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     elif version >= 12 and any(t.topic_id is not None and t.topic_id.int for t in req.topics):
         # v12 asks by topic id (as a KIP-848 member does, to name the topics of its assignment);
         # Kafka then answers the known ids by name and the rest UNKNOWN_TOPIC_ID, creating nothing
-        known = [(t.topic_id, core.topics.name_of(t.topic_id)) for t in req.topics if t.topic_id.int]
+        known = [(t.topic_id, core.topics.name_of(t.topic_id)) for t in req.topics
+                 if t.topic_id is not None and t.topic_id.int]
         names = sorted({name for _, name in known if name is not None})
         unknown_ids = [TopicMeta(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None, topic_id=topic_id,
                                  is_internal=False, partitions=[], authorized_operations=None)
