@@ -14,12 +14,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kafka import KafkaProducer
 
 from groupclient import GroupConsumer, OffsetAndMetadata, TopicPartition
 from groupclient.admin import AdminConnection, GroupAdmin, GroupDescription, GroupNotFoundError
 from tests.integration import external
-from tests.integration.test_cli_groups import COMMITS, COUNTS, EXPECTED_OFFSETS, cli, name, watching
+from tests.integration.test_cli_groups import COMMITS, EXPECTED_OFFSETS, cli, name, produce_counts, watching
 
 pytestmark = pytest.mark.integration
 
@@ -101,15 +100,6 @@ def settled(clients: set[str]) -> Callable[[GroupDescription], bool]:
     """Stable, with exactly these members, each holding its target and some partitions."""
     return lambda d: (d.state == "Stable" and {m.client_id for m in d.members} == clients
                       and all(m.assignment and not m.reconciling for m in d.members))
-
-
-def produce_counts(bootstrap: str, topic: str) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap)
-    for partition, count in COUNTS.items():
-        for _ in range(count):
-            producer.send(topic, b"x", partition=partition)
-    producer.flush()
-    producer.close()
 
 
 def test_list_and_describe_a_consumer_group(kip848_bootstrap: str) -> None:

@@ -346,13 +346,18 @@ def test_help_of_every_command(command: list[str]) -> None:
 def test_list_and_describe_on_kafka(kafka_broker: Any) -> None:
     bootstrap = kafka_broker.bootstrap
     topic = external.new_topic(bootstrap, 3)
+    produce_counts(bootstrap, topic)
+    check_list_and_describe(bootstrap, name("cli-g"), topic)
+
+
+def produce_counts(bootstrap: str, topic: str) -> None:
+    """COUNTS records into each partition of ``topic``."""
     producer = KafkaProducer(bootstrap_servers=bootstrap)
     for partition, count in COUNTS.items():
         for _ in range(count):
             producer.send(topic, b"x", partition=partition)
     producer.flush()
     producer.close()
-    check_list_and_describe(bootstrap, name("cli-g"), topic)
 
 
 @pytest.mark.kafka

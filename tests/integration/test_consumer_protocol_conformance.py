@@ -31,12 +31,10 @@ import pytest
 from kafka.protocol.admin.groups import DescribeGroupsRequest, DescribeGroupsResponse
 from kafka.protocol.consumer.group import LeaveGroupRequest, LeaveGroupResponse
 
-from groupclient.coordinator import EmbeddedCluster
 from groupclient.protocol.consumer_group_heartbeat import LEAVE_EPOCH, STATIC_LEAVE_EPOCH, new_member_id
-from tests.conftest import KIP848_SETTINGS
 from tests.integration import external
 from tests.integration.kip848_wire import (
-    ALL, CONSUMER_GROUP_DESCRIBE, CONSUMER_GROUP_HEARTBEAT, NOT_A_MEMBER, NOTHING, PARTITIONS,
+    ALL, CONSUMER_GROUP_DESCRIBE, NOT_A_MEMBER, NOTHING, PARTITIONS,
     REBALANCE_TIMEOUT_MS, Beat, Described, E, Scene, classic_heartbeat, classic_join, classic_member,
     classic_sync, commit, coordinator_of, describe, described, fenced, fetch, group_configs, listed, ok,
     refused, require_api, settle, synced, topic_id_of, unique, wait_until_assignable,
@@ -48,18 +46,10 @@ pytestmark = pytest.mark.integration
 # -- the clusters -----------------------------------------------------------------------------------
 
 
-@pytest.fixture(params=["embedded", pytest.param("kafka", marks=pytest.mark.kafka)])
-def bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
-    if request.param == "kafka":
-        yield request.getfixturevalue("kafka_broker").bootstrap
-        return
-    with EmbeddedCluster(nodes=1, **KIP848_SETTINGS) as cluster:  # type: ignore[arg-type]
-        require_api(cluster.bootstrap_servers, CONSUMER_GROUP_HEARTBEAT)
-        yield cluster.bootstrap_servers
-
-
 @pytest.fixture
-def scene(bootstrap: str) -> Iterator[Scene]:
+def scene(kip848_bootstrap: str) -> Iterator[Scene]:
+    """A topic, a group, and a connection to its coordinator, on each cluster (tests/conftest.py)."""
+    bootstrap = kip848_bootstrap
     topic = external.new_topic(bootstrap, PARTITIONS)
     topic_id = topic_id_of(bootstrap, topic)
     wait_until_assignable(bootstrap, topic)
