@@ -1,7 +1,8 @@
 """What a ConsumerGroupHeartbeat states, as a pure function of the member's state (Java's
 ``ConsumerHeartbeatRequestManager.HeartbeatState``): every field when the member joins or after
 any failure (the broker then answers with the whole assignment), afterwards only what changed since
-the last heartbeat the broker took; null or -1 means "unchanged".  No clock, no I/O, no lock."""
+the last heartbeat the broker took — the owned partitions also after every reconciliation, as
+Java's; null or -1 means "unchanged".  No clock, no I/O, no lock."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ class SentFields:
     subscribed: Subscribed
     owned: TopicIdPartitions
     rebalance_timeout_ms: int
+    owned_version: int = 0
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,11 @@ class HeartbeatInputs:
     server_assignor: str | None
     rack_id: str | None
     sent: SentFields | None  # None: state everything
+    # grows with every reconciliation (Java's LocalAssignment.localEpoch): the owned partitions are
+    # stated again after each one, even when they are the same set, so that the broker, which reads
+    # a heartbeat without them as acknowledging nothing, takes the acknowledgement of a target
+    # equal to what the member already owned (one that took back what the previous one added)
+    owned_version: int = 0
 
 
 def heartbeat_fields(m: HeartbeatInputs, version: int) -> tuple[dict[str, Any], SentFields | None]:
@@ -80,8 +87,8 @@ def heartbeat_fields(m: HeartbeatInputs, version: int) -> tuple[dict[str, Any], 
     if joining and m.rack_id:
         fields["rack_id"] = m.rack_id
     owned = NO_PARTITIONS if joining else m.owned
-    if sent is None or sent.owned != owned:
+    if sent is None or sent.owned != owned or sent.owned_version != m.owned_version:
         fields["topic_partitions"] = [
             ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=t, partitions=sorted(p))
             for t, p in sorted(owned.items(), key=lambda item: item[0].bytes)]
-    return fields, SentFields(m.subscribed, owned, m.rebalance_timeout_ms)
+    return fields, SentFields(m.subscribed, owned, m.rebalance_timeout_ms, m.owned_version)

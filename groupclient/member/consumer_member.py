@@ -82,6 +82,9 @@ class ConsumerGroupMember(Coordinated):
         self.owned: TopicIdPartitions = NO_PARTITIONS  # reconciled: what the member owns, by topic id
         self._target: Target | None = None
         self._target_versions = 0
+        self._owned_version = 0  # reconciliations so far (Java's local assignment epoch)
+        # the target a heartbeat in flight, or not answered, stated owning only part of
+        self._stated_part_of: int | None = None
         self._revoke_by: int | None = None  # the broker may fence the member from then on
         # when the last heartbeat the broker answered was sent: the broker's session ran from later
         self._proven_at: int | None = None
@@ -207,9 +210,13 @@ class ConsumerGroupMember(Coordinated):
                 self._join("rejoining after poll() was not called within max_poll_interval_ms")
 
     def target_to_reconcile(self) -> Target | None:
-        """The target assignment the application thread must reconcile now, if any."""
+        """The target assignment the application thread must reconcile now, if any: none while a
+        heartbeat that stated owning only part of it awaits its answer (the broker may have given
+        the rest to others on reading it; the answer says what is still this member's)."""
         with self._lock:
-            return self._target if self.state is S.RECONCILING else None
+            if self.state is not S.RECONCILING or self._target is None:
+                return None
+            return None if self._target.version == self._stated_part_of else self._target
 
     def on_reconciled(self, target: Target, owned: TopicIdPartitions) -> None:
         """The application thread owns ``owned`` of ``target`` now (all of it once every topic id
@@ -218,6 +225,7 @@ class ConsumerGroupMember(Coordinated):
             if self.state is not S.RECONCILING or self._target is None or self._target.version != target.version:
                 return  # fenced, left, or a newer target came: that one is reconciled next
             self.owned = dict(owned)
+            self._owned_version += 1  # stated again with the acknowledgement, even if the same set
             if _covers(target.partitions, self.owned):
                 self._revoke_by = None
             self._transition(S.ACKNOWLEDGING, f"reconciled epoch {target.epoch}", logging.DEBUG)
@@ -293,8 +301,10 @@ class ConsumerGroupMember(Coordinated):
             fields, stated = heartbeat_fields(HeartbeatInputs(
                 self.state, self.config.group_id, self.member_id, self.epoch, self.config.group_instance_id,
                 self.config.rebalance_timeout_ms, self._subscribed, self.owned, self.server_assignor, self.rack_id,
-                self._sent), version if version is not None else 1)
+                self._sent, self._owned_version), version if version is not None else 1)
             sent_epoch = self.epoch
+            if "topic_partitions" in fields and self._target is not None and self._target.partitions != self.owned:
+                self._stated_part_of = self._target.version  # until an answer, take no more of it
             if self.state is S.ACKNOWLEDGING:
                 # a newer target that came meanwhile is reconciled next
                 done = self._target is not None and self._target.partitions == self.owned
@@ -357,11 +367,13 @@ class ConsumerGroupMember(Coordinated):
         if action is Action.NONE:
             with self._lock:
                 self._in_flight = False
+                self._stated_part_of = None
                 self._failures = 0
                 self._took(response, stated, sent_epoch, sent_at, now)
             return future.success(None)  # outside the lock: no listener runs under it
         with self._lock:
             self._in_flight = False
+            self._stated_part_of = None  # an error answer changed nothing on the broker's side
             self._sent = None  # after any error, the next heartbeat states everything (Java)
             self._next_at = now + self._backoff.backoff_ms(self._failures, self._rng)
             self._failures += 1

@@ -69,6 +69,20 @@ def test_a_stable_member_at_the_targets_epoch_is_left_as_it_is() -> None:
 def test_a_target_that_moved_on_during_a_revocation_takes_the_rest_away_before_the_new_epoch() -> None:
     group = Group({"A": MemberAssignment(1, 0, S.UNREVOKED_PARTITIONS, parts(0, 1, 2), parts(3, 4, 5))})
     a = group.heartbeat("A", 3, parts(0, 1), parts(0, 1, 2))  # it gave 3-5 up; epoch 3 wants 2 too
-    assert (a.epoch, a.state, a.assigned, a.revoking) == (1, S.UNREVOKED_PARTITIONS, parts(0, 1), parts(2))
+    # one epoch on, as Kafka 4.1's CurrentAssignmentBuilder (memberEpoch + 1), and revoking the rest
+    assert (a.epoch, a.previous_epoch, a.state, a.assigned, a.revoking) == (
+        2, 1, S.UNREVOKED_PARTITIONS, parts(0, 1), parts(2))
     a = group.heartbeat("A", 3, parts(0, 1), parts(0, 1))
     assert (a.epoch, a.state, a.assigned) == (3, S.STABLE, parts(0, 1))
+
+
+def test_a_member_that_owns_none_of_what_goes_is_not_asked_to_give_it_up() -> None:
+    """Kafka 4.1 revokes only what the heartbeat says the member owns (ownsRevokedPartitions): a
+    static member taking its predecessor's place (epoch 0, the predecessor's partitions, owning
+    nothing yet) goes straight to the target's epoch with what it keeps; null owned partitions
+    still mean it may own them all."""
+    current = MemberAssignment(0, 0, S.STABLE, parts(0, 1, 2))
+    free = next_assignment("A2", current, 4, parts(0, 1), {}, lambda t, p: None)
+    assert (free.epoch, free.state, free.assigned, free.revoking) == (4, S.STABLE, parts(0, 1), {})
+    asked = next_assignment("A2", current, 4, parts(0, 1), None, lambda t, p: None)
+    assert (asked.epoch, asked.state, asked.revoking) == (0, S.UNREVOKED_PARTITIONS, parts(2))

@@ -5,7 +5,8 @@ default, ``bidirectional``:
   protocol turns it into a consumer group; its members stay, as classic members at the classic
   generation owning what their last SyncGroup gave them (:func:`upgraded`);
 - **downgrade**: a consumer group whose last consumer-protocol member is gone, and that still has
-  classic members, turns back into a classic group of them, which then rebalances (:func:`downgraded`).
+  classic members, turns back into a Stable classic group of them at the group's epoch, which then
+  rebalances (:func:`downgraded`).
 
 An empty group of either kind simply gives its id to the other kind (not here: the coordinators
 drop it).  Pure functions of the groups; the caller swaps them and arms the timers.
@@ -20,6 +21,7 @@ from ...error_codes import ErrorCode
 from ...protocol.consumer_protocol import PROTOCOL_TYPE, Assignment, encode_assignment
 from ...structs import TopicPartition
 from ..group.metadata import Group, Member
+from ..group.state import GroupState
 from .classic_members import from_classic
 from .errors import HeartbeatError
 from .group import ConsumerGroup, GroupSettings
@@ -56,14 +58,16 @@ def upgraded(classic: Group, settings: GroupSettings, topics: Topics, now: int) 
     return group
 
 
-def downgraded(group: ConsumerGroup, name_of: Callable[[uuid.UUID], str | None]) -> Group:
+def downgraded(group: ConsumerGroup, name_of: Callable[[uuid.UUID], str | None], generation: int) -> Group:
     """The classic group a consumer group of classic members only becomes (Kafka's
-    convertToClassicGroup): the same members, generation and partitions, Empty until the caller
-    starts its rebalance."""
-    classic = Group(group.group_id, generation_id=group.epoch)
+    ClassicGroup.fromConsumerGroup): Stable at ``generation`` (the consumer group's epoch before
+    the member whose leaving caused this was removed), the same members, each with its target as
+    its assignment; the caller then starts its rebalance, which gives every member its rebalance
+    timeout to join again."""
+    classic = Group(group.group_id, state=GroupState.STABLE, generation_id=generation)
     for m in sorted(group.members.values(), key=lambda m: m.joined_at):
         assert m.classic is not None, "only classic members are left"
-        partitions = [TopicPartition(topic, p) for tid, ps in m.assignment.assigned.items()
+        partitions = [TopicPartition(topic, p) for tid, ps in group.target.get(m.member_id, {}).items()
                       if (topic := name_of(tid)) is not None for p in sorted(ps)]
         classic.add(Member(m.member_id, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
                            m.classic.session_timeout_ms, PROTOCOL_TYPE, list(m.classic.protocols),

@@ -68,20 +68,24 @@ def next_assignment(member_id: str, current: MemberAssignment, target_epoch: int
     if current.state is MemberAssignmentState.UNREVOKED_PARTITIONS:
         if owned is None or _holds_any(owned, current.revoking):
             return current  # still holds some of what it must give up
-        # acknowledged; a target that moved on meanwhile may take more away first
-        return _compute(member_id, current, target_epoch, target, held_by)
+        # acknowledged: one epoch on (Kafka 4.1's epoch + 1); a target that moved on meanwhile may
+        # take more away first, at that epoch
+        return _compute(member_id, current, current.epoch + 1, target_epoch, target, owned, held_by)
     if current.epoch != target_epoch or current.state is MemberAssignmentState.UNRELEASED_PARTITIONS:
-        return _compute(member_id, current, target_epoch, target, held_by)
+        return _compute(member_id, current, current.epoch, target_epoch, target, owned, held_by)
     return current
 
 
-def _compute(member_id: str, current: MemberAssignment, target_epoch: int, target: Partitions,
-             held_by: HeldBy) -> MemberAssignment:
+def _compute(member_id: str, current: MemberAssignment, epoch: int, target_epoch: int, target: Partitions,
+             owned: Partitions | None, held_by: HeldBy) -> MemberAssignment:
+    """Kafka's computeNextAssignment: revoke first — unless the member said it owns none of what
+    goes (a static member taking its predecessor's place owns nothing yet) —, else towards the target.
+    Each step makes the member's previous epoch its current one (Kafka's updateMemberEpoch)."""
+    kept = _and(current.assigned, target)
     revoke = _minus(current.assigned, target)
-    if revoke:
-        return MemberAssignment(current.epoch, current.previous_epoch, MemberAssignmentState.UNREVOKED_PARTITIONS,
-                                _and(current.assigned, target), revoke)
-    return _towards(member_id, current, current.assigned, target_epoch, target, held_by)
+    if revoke and (owned is None or _holds_any(owned, revoke)):
+        return MemberAssignment(epoch, current.epoch, MemberAssignmentState.UNREVOKED_PARTITIONS, kept, revoke)
+    return _towards(member_id, current, kept, target_epoch, target, held_by)
 
 
 def _towards(member_id: str, current: MemberAssignment, kept: Partitions, target_epoch: int, target: Partitions,
@@ -95,5 +99,4 @@ def _towards(member_id: str, current: MemberAssignment, kept: Partitions, target
         if free:
             assigned[topic] = frozenset(free)
     state = MemberAssignmentState.UNRELEASED_PARTITIONS if pending else MemberAssignmentState.STABLE
-    previous = current.epoch if current.epoch != target_epoch else current.previous_epoch
-    return MemberAssignment(target_epoch, previous, state, assigned)
+    return MemberAssignment(target_epoch, current.epoch, state, assigned)

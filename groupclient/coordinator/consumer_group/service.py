@@ -152,7 +152,7 @@ class ConsumerGroups:
         if group.resolution_due and ("consumer-regex", group.group_id) not in self._timers:
             # resolved off the heartbeat, as Kafka resolves patterns in the background
             self._timers.schedule(("consumer-regex", group.group_id), now, lambda t: self._resolve(group, t))
-        self._maybe_downgrade(group, now)
+        self._maybe_downgrade(group, now, epochs[0])
 
     def _resolve(self, group: ConsumerGroup, now: int) -> None:
         if self._registry.get(group.group_id) is group and self._owns(group.group_id):
@@ -207,6 +207,7 @@ class ConsumerGroups:
             return None
         results: list[tuple[LeavingMember, ErrorCode]] = []
         gone: list[Member] = []
+        epoch = group.epoch
         for who in leaving:
             if who.group_instance_id is not None:
                 member = next((m for m in group.members.values() if m.instance_id == who.group_instance_id), None)
@@ -225,7 +226,7 @@ class ConsumerGroups:
                 log.info("group %s: member %s left (LeaveGroup); group epoch %d", group_id, member.member_id,
                          group.epoch)
             self._store.save_consumer_group(group)
-            self._maybe_downgrade(group, now)
+            self._maybe_downgrade(group, now, epoch)
         return results
 
     def _name_of(self, topic_id: uuid.UUID) -> str | None:
@@ -234,13 +235,14 @@ class ConsumerGroups:
             self._names_of = (self._topics, {tid: name for name, (tid, _) in self._topics.items()})
         return self._names_of[1].get(topic_id)
 
-    def _maybe_downgrade(self, group: ConsumerGroup, now: int) -> None:
-        """Kafka's downgrade: the last consumer-protocol member is gone and classic ones remain."""
+    def _maybe_downgrade(self, group: ConsumerGroup, now: int, epoch: int) -> None:
+        """Kafka's downgrade: the last consumer-protocol member is gone and classic ones remain
+        (``epoch``: the group's before that member was removed, the classic group's generation)."""
         if not group.members or any(m.classic is None for m in group.members.values()):
             return
         if self._registry.get(group.group_id) is not group:
             return
-        classic = downgraded(group, self._name_of)
+        classic = downgraded(group, self._name_of, epoch)
         self.delete(group.group_id)
         log.info("group %s: only classic members are left: it becomes a classic group of %d members",
                  group.group_id, len(classic.members))
@@ -259,6 +261,7 @@ class ConsumerGroups:
     def _expire(self, group: ConsumerGroup, now: int) -> None:
         if self._registry.get(group.group_id) is not group or not self._owns(group.group_id):
             return
+        epoch = group.epoch
         gone = group.expire(now)
         for member_id in gone:
             log.info("group %s: member %s removed (its session or its rebalance timeout ended); group epoch %d",
@@ -268,7 +271,7 @@ class ConsumerGroups:
             self._arm(group, member.member_id)  # whoever is left keeps its own deadline
         if gone:
             self._store.save_consumer_group(group)
-            self._maybe_downgrade(group, now)
+            self._maybe_downgrade(group, now, epoch)
 
     # -- moving with the offsets partitions ------------------------------------------------------
     def load(self, partition_of: Callable[[str], int], partition: int, now: int) -> None:
