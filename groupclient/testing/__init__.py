@@ -23,18 +23,18 @@ if TYPE_CHECKING:
     from .invariants import InvariantViolation, Invariants
     from .members import Behaviour, ListenerEvent, SimMember
     from .scheduler import Crashed, Scheduler, SimulationError
-    from .simulation import MEMBER_DEFAULTS, GroupSimulation
+    from .simulation import CONSUMER_GROUP_DEFAULTS, MEMBER_DEFAULTS, GroupSimulation
 
 _MODULE_OF = {
     "GroupclientCluster": ".cluster",
     "InvariantViolation": ".invariants", "Invariants": ".invariants",
     "Behaviour": ".members", "ListenerEvent": ".members", "SimMember": ".members",
     "Crashed": ".scheduler", "Scheduler": ".scheduler", "SimulationError": ".scheduler",
-    "MEMBER_DEFAULTS": ".simulation", "GroupSimulation": ".simulation",
+    "MEMBER_DEFAULTS": ".simulation", "CONSUMER_GROUP_DEFAULTS": ".simulation", "GroupSimulation": ".simulation",
 }
 
 __all__ = [
-    "Behaviour", "Crashed", "GroupSimulation", "GroupclientCluster", "InvariantViolation", "Invariants",
+    "Behaviour", "CONSUMER_GROUP_DEFAULTS", "Crashed", "GroupSimulation", "GroupclientCluster", "InvariantViolation", "Invariants",
     "ListenerEvent", "MEMBER_DEFAULTS", "Scheduler", "SimMember", "SimulationError",
 ]
 

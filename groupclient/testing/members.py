@@ -92,6 +92,9 @@ class Behaviour:
 
 @dataclass(eq=False)
 class SimMember:
+    """One simulated member: its consumer, its network, its application loop's behaviour, and what
+    it was delivered and told (listener calls, errors)."""
+
     scheduler: Scheduler
     # every offset any member of the simulation was given (shared by all of them)
     delivered_to_any: dict[TopicPartition, set[int]]
@@ -111,6 +114,11 @@ class SimMember:
     @property
     def alive(self) -> bool:
         return self.state == "running"
+
+    @property
+    def protocol(self) -> str:
+        """The group protocol its consumer speaks: "classic" or "consumer" (KIP-848)."""
+        return str(self.consumer.config["group_protocol"])
 
     def owned(self) -> set[TopicPartition]:
         return self.consumer.assignment()

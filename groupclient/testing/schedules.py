@@ -9,6 +9,7 @@ every step throughout.  A failure names the seed, and ``str(schedule)`` is the r
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import random
 import sys
@@ -68,24 +69,69 @@ class Schedule:
     steps: list[Step] = field(default_factory=list)
     # range | sticky | cooperative-sticky, or "upgrade": half the members on [cooperative-sticky,
     # range] (eager) and half on [cooperative-sticky] (cooperative), as in a rolling upgrade
+    # (the classic members' assignors)
     assignor: str = "range"
+    # the members speaking KIP-848's consumer protocol (group_protocol="consumer"); the others
+    # speak the classic protocol.  Drawn from a stream of its own (see random_schedule)
+    consumer_members: frozenset[str] = frozenset()
+    remote_assignor: str | None = None  # the consumer-protocol members' group_remote_assignor
 
     def strategy_for(self, member: str) -> list[str]:
         if self.assignor != "upgrade":
             return [self.assignor]
         return ["cooperative-sticky"] if int(member[1:]) % 2 else ["cooperative-sticky", "range"]
 
+    def settings_for(self, member: str) -> dict[str, Any]:
+        """The GroupConsumer settings the schedule gives ``member`` (its protocol, its assignor,
+        its instance id)."""
+        settings: dict[str, Any] = {}
+        if member in self.consumer_members:
+            settings["group_protocol"] = "consumer"
+            if self.remote_assignor is not None:
+                settings["group_remote_assignor"] = self.remote_assignor
+        else:
+            settings["partition_assignment_strategy"] = self.strategy_for(member)
+        if self.static:
+            settings["group_instance_id"] = f"instance-{member}"
+        return settings
+
+    @property
+    def protocols(self) -> str:
+        """classic, consumer or mixed: what the members speak."""
+        if not self.consumer_members:
+            return "classic"
+        return "consumer" if len(self.consumer_members) == self.members else "mixed"
+
     def __str__(self) -> str:
         head = (f"seed {self.seed}: {self.members} {'static' if self.static else 'dynamic'} members, "
                 f"{self.nodes} nodes, {self.assignor}")
+        if self.consumer_members:
+            which = "all" if self.protocols == "consumer" else "mixed"
+            head += (f"; consumer protocol ({which}): {', '.join(sorted(self.consumer_members))}, "
+                     f"group_remote_assignor {self.remote_assignor or 'the broker default'}")
         return "\n  ".join([head, *map(str, self.steps)])
 
 
 ASSIGNORS = ("range", "sticky", "cooperative-sticky", "cooperative-sticky", "upgrade")
+# what a schedule's members speak, drawn per seed: classic only (as every schedule was before the
+# draw), the consumer protocol only, or both in one group
+PROTOCOLS = ("classic", "classic", "consumer", "mixed")
+REMOTE_ASSIGNORS = (None, "uniform", "range")
+# a fault drawn on a classic member's group API is moved to ConsumerGroupHeartbeat, with an answer
+# a broker may really give to it (or one newer than this client knows), when consumer-protocol
+# members are there: always when they are all there, half of the time in a mixed group
+CLASSIC_GROUP_APIS = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT)
+CONSUMER_HEARTBEAT_ERRORS = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+                             ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.UNKNOWN_MEMBER_ID,
+                             ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.REQUEST_TIMED_OUT,
+                             ErrorCode.UNKNOWN_SERVER_ERROR)
 
 
 def random_schedule(seed: int, *, min_members: int = 3, max_members: int = 6, faults: int = 4,
-                    span_ms: int = 30_000) -> Schedule:
+                    span_ms: int = 30_000, protocols: str = "drawn") -> Schedule:
+    """The schedule of ``seed``: its members, nodes and steps; then, from a stream of its own
+    (``"{seed}/protocols"``), which members speak the consumer protocol.  ``protocols`` is
+    "drawn", or "classic", "consumer" or "mixed" to choose."""
     rng = random.Random(seed)
     members = rng.randint(min_members, max_members)
     nodes = rng.choice((1, 3))
@@ -121,7 +167,38 @@ def random_schedule(seed: int, *, min_members: int = 3, max_members: int = 6, fa
     steps.sort(key=lambda s: s.at_ms)
     schedule.static = rng.random() < 0.25  # drawn last, so that seeds keep the steps they had
     schedule.assignor = rng.choice(ASSIGNORS)
+    draw_protocols(schedule, names, protocols)
     return schedule
+
+
+def draw_protocols(schedule: Schedule, names: list[str], protocols: str = "drawn") -> None:
+    """Which members speak the consumer protocol, from the stream ``"{seed}/protocols"``: not the
+    schedule's, so that each seed keeps the steps, members and assignors it always had (and a seed
+    drawn "classic" plays exactly as before the draw existed).  With consumer-protocol members,
+    faults on the classic group APIs move to ConsumerGroupHeartbeat (CLASSIC_GROUP_APIS)."""
+    rng = random.Random(f"{schedule.seed}/protocols")
+    drawn = rng.choice(PROTOCOLS)
+    mode = drawn if protocols == "drawn" else protocols
+    if mode not in ("classic", "consumer", "mixed"):
+        raise ValueError(f"protocols must be 'drawn', 'classic', 'consumer' or 'mixed', not {protocols!r}")
+    split = [rng.random() < 0.5 for _ in names]
+    if len(set(split)) < 2:  # a mixed group has both
+        flip = rng.randrange(len(names))
+        split[flip] = not split[flip]
+    remote = rng.choice(REMOTE_ASSIGNORS)
+    if mode == "consumer":
+        schedule.consumer_members = frozenset(names)
+    elif mode == "mixed":
+        schedule.consumer_members = frozenset(n for n, consumer in zip(names, split) if consumer)
+    schedule.remote_assignor = remote if schedule.consumer_members else None
+    moved = 1.0 if mode == "consumer" else 0.5 if mode == "mixed" else 0.0
+    for i, step in enumerate(schedule.steps):
+        if step.fault is None or step.fault.api_key not in CLASSIC_GROUP_APIS:
+            continue
+        move, code = rng.random() < moved, rng.choice(CONSUMER_HEARTBEAT_ERRORS)
+        if move:
+            fault = dataclasses.replace(step.fault, api_key=int(ApiKey.CONSUMER_GROUP_HEARTBEAT), error_code=code)
+            schedule.steps[i] = dataclasses.replace(step, fault=fault)
 
 
 def apply_step(sim: GroupSimulation, schedule: Schedule, step: Step, nodes_down: dict[int, int]) -> None:
@@ -129,11 +206,7 @@ def apply_step(sim: GroupSimulation, schedule: Schedule, step: Step, nodes_down:
     member = sim.members.get(name)
     if step.action == "join":
         if member is None or not member.alive:
-            strategy = schedule.strategy_for(name)
-            if schedule.static:
-                sim.add_member(name, group_instance_id=f"instance-{name}", partition_assignment_strategy=strategy)
-            else:
-                sim.add_member(name, partition_assignment_strategy=strategy)
+            sim.add_member(name, **schedule.settings_for(name))
     elif step.action in ("crash", "leave", "pause", "stall", "cut"):
         if member is None or not member.alive:
             return
@@ -231,10 +304,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="processes to spread the seeds over")
     parser.add_argument("--faults", type=int, default=4, help="faults per schedule")
     parser.add_argument("--span-ms", type=int, default=30_000, help="simulated time the faults are spread over")
+    parser.add_argument("--protocols", choices=("drawn", "classic", "consumer", "mixed"), default="drawn",
+                        help="the members' group protocols: drawn per seed (default), or these for every seed")
     args = parser.parse_args(argv)
     started = time.monotonic()
     seeds = list(range(args.first, args.first + args.count))
-    failures = check_seeds_in_parallel(seeds, args.workers, faults=args.faults, span_ms=args.span_ms)
+    failures = check_seeds_in_parallel(seeds, args.workers, faults=args.faults, span_ms=args.span_ms,
+                                       protocols=args.protocols)
     for seed, detail in failures:
         print(f"--- seed {seed} failed:\n{detail}\n")
     print(f"{len(seeds) - len(failures)} passed, {len(failures)} failed "

@@ -17,6 +17,7 @@ from ..structs import TopicPartition
 
 from ..consumer.group_consumer import GroupConsumer
 from ..coordinator.config import CoordinatorConfig
+from ..coordinator.consumer_group.group import ConsumerGroup
 from ..coordinator.core import ClusterCore
 from ..coordinator.faults import FaultRule
 from ..coordinator.group.metadata import Group
@@ -43,6 +44,17 @@ MEMBER_DEFAULTS: dict[str, Any] = {
     # built on the driver's thread, and the simulated network runs only once the schedule does
     "api_version": (4, 1),
 }
+# settings only the classic protocol has: under group_protocol="consumer" the broker sets the
+# session and the heartbeat interval (and GroupConsumer refuses them)
+CLASSIC_ONLY_DEFAULTS = ("session_timeout_ms", "heartbeat_interval_ms")
+# the coordinator's consumer groups (KIP-848), at the classic members' scale rather than Kafka's
+# 5 s heartbeat and 45 s session: a simulated rebalance takes a few heartbeats, not a minute
+CONSUMER_GROUP_DEFAULTS: dict[str, int] = {
+    "group_consumer_heartbeat_interval_ms": 2_000,
+    "group_consumer_min_heartbeat_interval_ms": 1_000,
+    "group_consumer_session_timeout_ms": 10_000,
+    "group_consumer_min_session_timeout_ms": 6_000,
+}
 
 
 class GroupSimulation:
@@ -59,9 +71,15 @@ class GroupSimulation:
                  check_invariants: bool = True, record_trace: bool = False, **coordinator_settings: Any) -> None:
         """Every random draw (the scheduler's choices, latencies, the members' and the cluster's
         random sources) and every time comes from ``seed``: a seed replays byte for byte.
-        ``record_trace`` keeps every frame sent and answered in ``network.trace``."""
+        ``record_trace`` keeps every frame sent and answered in ``network.trace``.
+        ``coordinator_settings`` are CoordinatorConfig's; the consumer groups' heartbeat interval
+        and session default to CONSUMER_GROUP_DEFAULTS."""
         coordinator_settings.setdefault("group_initial_rebalance_delay_ms", 0)
         coordinator_settings.setdefault("offsets_topic_partitions", 1)
+        for what in ("heartbeat_interval_ms", "session_timeout_ms"):  # a lower value given lowers the minimum
+            key, low = f"group_consumer_{what}", f"group_consumer_min_{what}"
+            value = coordinator_settings.setdefault(key, CONSUMER_GROUP_DEFAULTS[key])
+            coordinator_settings.setdefault(low, min(value, CONSUMER_GROUP_DEFAULTS[low]))
         self.seed = seed
         self.group_id = group_id
         self.scheduler = Scheduler(seed)
@@ -99,10 +117,28 @@ class GroupSimulation:
         log.info("sim t=%d %s", self.now, what)
 
     def coordinator_group(self) -> Group | None:
+        """The group as a classic group on its coordinator (None: none, moving, or a consumer group)."""
         node = self.core.coordinator_node_for(self.group_id)
         if node is None:
             return None
         return node.coordinator.groups.get(self.group_id)
+
+    def consumer_group(self) -> ConsumerGroup | None:
+        """The group as a consumer-protocol (KIP-848) group on its coordinator (None: none,
+        moving, or a classic group).  Its classic members are in it too."""
+        node = self.core.coordinator_node_for(self.group_id)
+        if node is None:
+            return None
+        return node.coordinator.consumer.get(self.group_id)
+
+    def group_member_ids(self) -> set[str] | None:
+        """The member ids the coordinator counts, whichever protocol the group speaks (None while
+        no coordinator serves a group of that id)."""
+        group = self.coordinator_group()
+        if group is not None:
+            return set(group.members)
+        consumer_group = self.consumer_group()
+        return None if consumer_group is None else set(consumer_group.members)
 
     def partitions(self, topics: list[str] | None = None) -> set[TopicPartition]:
         names = topics if topics is not None else list(self.core.topics.topics)
@@ -125,8 +161,7 @@ class GroupSimulation:
         """Start a member whose application loop polls, processes and commits per ``behaviour``."""
         if name in self.members and self.members[name].alive:
             raise ValueError(f"member {name!r} is already running")
-        settings = {**MEMBER_DEFAULTS, "group_id": self.group_id, "client_id": name,
-                    "bootstrap_servers": self.bootstrap_servers, **configs}
+        settings = self._member_settings(name, configs)
         b = behaviour or Behaviour()
         if b.commit != "auto":
             settings.setdefault("enable_auto_commit", False)
@@ -144,8 +179,7 @@ class GroupSimulation:
         is checked by the invariants like any member's."""
         if name in self.members and self.members[name].alive:
             raise ValueError(f"member {name!r} is already running")
-        settings = {**MEMBER_DEFAULTS, "group_id": self.group_id, "client_id": name,
-                    "bootstrap_servers": self.bootstrap_servers, **configs}
+        settings = self._member_settings(name, configs)
         io = SimIO(self.network, name)
         consumer = RecordingConsumer(clock=self.scheduler, io=io, rng=self._member_rng(name), **settings)
         member = SimMember(self.scheduler, self.delivered, name, topics or [], consumer, io, Behaviour(commit="none"))
@@ -153,6 +187,16 @@ class GroupSimulation:
         self.members[name] = member
         self.note(f"member {name} starts (driven by the test)")
         return consumer
+
+    def _member_settings(self, name: str, configs: dict[str, Any]) -> dict[str, Any]:
+        """MEMBER_DEFAULTS, the group and the addresses, then ``configs``; without the classic
+        protocol's own settings for a consumer-protocol member (``group_protocol="consumer"``)."""
+        defaults = dict(MEMBER_DEFAULTS)
+        if str(configs.get("group_protocol", "classic")).lower() == "consumer":
+            for key in CLASSIC_ONLY_DEFAULTS:
+                defaults.pop(key, None)
+        return {**defaults, "group_id": self.group_id, "client_id": name,
+                "bootstrap_servers": self.bootstrap_servers, **configs}
 
     def _member_rng(self, name: str) -> random.Random:
         """The random source of a member's consumer, from the seed and the member's name and
@@ -220,46 +264,61 @@ class GroupSimulation:
         return self.scheduler.run_until(condition, max_ms)
 
     def converged(self) -> bool:
-        """Every live member is in the group's current generation, the coordinator's group is
-        Stable with exactly those members, and their assignments cover every subscribed
-        partition exactly once."""
-        group = self.coordinator_group()
+        """Every live member is in the group's current generation (a consumer group's epoch),
+        the coordinator's group is Stable with exactly those members, and their assignments cover
+        every subscribed partition exactly once."""
+        classic, consumer_group = self.coordinator_group(), self.consumer_group()
         live = self.live_members()
-        if group is None or group.state.value != "Stable":
-            return not live and (group is None or not group.members)
+        members: set[str]
+        if consumer_group is not None:
+            stable, generation = consumer_group.state == "Stable", consumer_group.epoch
+            members = set(consumer_group.members)
+        elif classic is not None:
+            stable, generation, members = classic.state.value == "Stable", classic.generation_id, set(classic.members)
+        else:
+            return not live
+        if not stable:
+            return not live and not members
         ids = set()
         owned: list[TopicPartition] = []
         for member in live:
             meta = member.consumer.group_metadata()
-            if meta.generation_id != group.generation_id or meta.phase != "stable":
+            if meta.generation_id != generation or meta.phase != "stable":
                 return False
             ids.add(meta.member_id)
             owned.extend(member.owned())
-        if ids != set(group.members):
+        if ids != members:
             return False
         wanted = self.partitions(sorted({t for m in live for t in m.topics}))
         return len(owned) == len(set(owned)) and set(owned) == wanted
 
     def describe(self) -> str:
         """The coordinator's view and each live member's, for failure messages."""
-        group = self.coordinator_group()
-        lines = [f"t={self.now} coordinator: " + (
-            "none" if group is None else
-            f"{group.state.value} generation {group.generation_id} members {sorted(group.members)}")]
+        group, consumer_group = self.coordinator_group(), self.consumer_group()
+        if consumer_group is not None:
+            view = (f"consumer group {consumer_group.state} epoch {consumer_group.epoch} (assignment epoch "
+                    f"{consumer_group.assignment_epoch}) members " + str(sorted(
+                        f"{m.member_id}@{m.assignment.epoch}{'/classic' if m.classic else ''}"
+                        for m in consumer_group.members.values())))
+        elif group is not None:
+            view = f"{group.state.value} generation {group.generation_id} members {sorted(group.members)}"
+        else:
+            view = "none"
+        lines = [f"t={self.now} coordinator: {view}"]
         for member in self.live_members():
             meta = member.consumer.group_metadata()
-            lines.append(f"{member.name}: {meta.phase} generation {meta.generation_id} member {meta.member_id} "
+            lines.append(f"{member.name} ({member.protocol}): {meta.phase} generation {meta.generation_id} "
+                         f"member {meta.member_id} "
                          f"owns {sorted(f'{tp.topic}-{tp.partition}' for tp in member.owned())} "
                          f"errors {[repr(e) for _, e in member.errors[-3:]]}")
         return "\n  ".join(lines)
 
     def close(self) -> None:
-        """Crash whatever still runs, so no thread outlives the simulation."""
+        """Crash whatever still runs, so no thread outlives the simulation.  The invariants are
+        no longer checked: a violation already raised is not raised again while it winds down."""
+        self.scheduler.observers.clear()
         for name, member in self.members.items():
             if member.alive:
                 member.io.kill()
                 self.scheduler.crash(name)
-        try:
-            self.scheduler.run_until(lambda: not self.scheduler.live_actors(), max_ms=60_000)
-        finally:
-            self.scheduler.observers.clear()
+        self.scheduler.run_until(lambda: not self.scheduler.live_actors(), max_ms=60_000)

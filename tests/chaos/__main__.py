@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from .checks import check_run
-from .harness import FAULT_WEIGHTS, ChaosRun, ChaosSettings, seed_from_env
+from .harness import FAULT_WEIGHTS, PROTOCOLS, ChaosRun, ChaosSettings, seed_from_env
 
 
 def main() -> int:
@@ -18,6 +18,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=600.0)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--strategy", default="range")
+    parser.add_argument("--protocols", choices=PROTOCOLS, default="classic",
+                        help="the members' group protocols: classic, consumer (KIP-848) or mixed (both in one group)")
     parser.add_argument("--faults", default=",".join(sorted(FAULT_WEIGHTS)),
                         help="the kinds of fault drawn from (comma-separated)")
     parser.add_argument("--logs", type=Path, default=None, help="keep the members' logs here")
@@ -28,7 +30,8 @@ def main() -> int:
     seed = args.seed if args.seed is not None else seed_from_env()
     log_dir = args.logs or Path(tempfile.mkdtemp(prefix="chaos-"))
     print(f"chaos seed {seed}, member logs in {log_dir}", file=sys.stderr)
-    run = ChaosRun(ChaosSettings(seed=seed, seconds=args.seconds, strategy=args.strategy, kinds=kinds), log_dir)
+    run = ChaosRun(ChaosSettings(seed=seed, seconds=args.seconds, strategy=args.strategy, kinds=kinds,
+                                 protocols=args.protocols), log_dir)
     run.run()
     verdict = check_run(run)
     print(json.dumps({**verdict.figures, "episode_log": [

@@ -97,7 +97,8 @@ def check_run(run: ChaosRun) -> Verdict:
                      f"(bound {s.convergence_bound_s:.0f} s)")
     convergence = [e.convergence_s for e in run.episodes if e.convergence_s is not None]
     verdict.figures.update({
-        "seed": s.seed, "seconds": s.seconds, "strategy": s.strategy, "episodes": len(run.episodes),
+        "seed": s.seed, "seconds": s.seconds, "strategy": s.strategy, "protocols": s.protocols,
+        "episodes": len(run.episodes),
         "faults": run.faults_by_kind(), "rebalances": run.generations[1] - run.generations[0],
         "max_convergence_s": round(max(convergence, default=0.0), 2),
         "mean_convergence_s": round(sum(convergence) / len(convergence), 2) if convergence else 0.0,

@@ -30,6 +30,9 @@ from groupclient.error_codes import ErrorCode
 from tests.integration.peers import wait_until
 
 MEMBER_SCRIPT = Path(__file__).resolve().parent / "member.py"
+# the members import groupclient from this tree, whatever an installed copy points at
+MEMBER_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    [str(MEMBER_SCRIPT.parents[2]), *filter(None, [os.environ.get("PYTHONPATH")])])}
 TOPIC = "chaos"
 GROUP = "chaos-group"
 
@@ -47,6 +50,11 @@ _FAILURES = {
 _DROPPED = [ApiKey.FETCH, ApiKey.METADATA, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT,
             ApiKey.OFFSET_COMMIT]
 _DELAYED = [ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT]
+# and, when the group has consumer-protocol members, their heartbeat (only then, so that a
+# classic run's seed draws the schedule it always drew)
+_CONSUMER_FAILURES = [ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+                      ErrorCode.COORDINATOR_LOAD_IN_PROGRESS]
+PROTOCOLS = ("classic", "consumer", "mixed")
 # how often each fault is drawn
 FAULT_WEIGHTS = {"kill_member": 3, "pause_member": 2, "stall_member": 2, "restart_node": 2,
                  "drop_connection": 2, "delay_request": 2, "fail_request": 2}
@@ -64,6 +72,27 @@ class ChaosSettings:
     strategy: str = "range"
     produce_every_s: float = 0.1  # a record to every partition this often
     kinds: tuple[str, ...] = tuple(sorted(FAULT_WEIGHTS))  # the faults drawn from
+    # what the members speak: classic, consumer (KIP-848) or mixed (both in one group; which
+    # slot speaks which is drawn from the seed, on a stream of its own)
+    protocols: str = "classic"
+
+    def protocol_of(self, slot: int) -> str:
+        """The group protocol of the member in ``slot`` (each of its incarnations).  A mixed group
+        has at least two members of each kind (of four or more), so that one member frozen or
+        killed never leaves it without a consumer-protocol member: a group that loses its last one
+        turns classic again, and that conversion has a known defect
+        (tests/sim/test_consumer_protocol_defects.py)."""
+        if self.protocols != "mixed":
+            return self.protocols
+        rng = random.Random(f"{self.seed}/protocols")
+        least = 2 if self.members >= 4 else 1
+        consumer = rng.sample(range(self.members), rng.randint(least, self.members - least))
+        return "consumer" if slot in consumer else "classic"
+
+    @property
+    def consumer_members(self) -> bool:
+        """Whether any member speaks the consumer protocol."""
+        return self.protocols != "classic"
 
     @property
     def convergence_bound_s(self) -> float:
@@ -81,10 +110,10 @@ class Incarnation:
         cmd = [sys.executable, str(MEMBER_SCRIPT), "--bootstrap", bootstrap, "--group", GROUP, "--topic", TOPIC,
                "--strategy", settings.strategy, "--client-id", self.name, "--session-ms", str(settings.session_ms),
                "--max-poll-interval-ms", str(settings.max_poll_interval_ms),
-               "--stall-ms", str(settings.max_poll_interval_ms + 1000)]
+               "--stall-ms", str(settings.max_poll_interval_ms + 1000), "--protocol", settings.protocol_of(slot)]
         self._stderr = open(self.stderr_path, "w")
         self.started_at = time.monotonic()
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=MEMBER_ENV)
         self.events: list[dict[str, Any]] = []
         self.killed_at: float | None = None
         self.ended_at: float | None = None
@@ -179,8 +208,14 @@ class ChaosRun:
     def run(self) -> None:
         s = self.settings
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        heartbeat_ms = max(s.session_ms // 6, 100)  # as the classic members'
         self.cluster = EmbeddedCluster(nodes=s.nodes, group_initial_rebalance_delay_ms=0,
-                                       group_min_session_timeout_ms=1000)
+                                       group_min_session_timeout_ms=1000,
+                                       # the consumer-protocol members' session is the broker's
+                                       group_consumer_session_timeout_ms=s.session_ms,
+                                       group_consumer_min_session_timeout_ms=s.session_ms,
+                                       group_consumer_heartbeat_interval_ms=heartbeat_ms,
+                                       group_consumer_min_heartbeat_interval_ms=heartbeat_ms)
         self.cluster.start()
         producer = threading.Thread(target=self._produce, name="chaos-producer", daemon=True)
         try:
@@ -259,8 +294,10 @@ class ChaosRun:
 
         def heal() -> None:
             time.sleep(max(0.0, stopped + hold - time.monotonic()))
+            # the time before the signal: the member may run, and report, before send_signal returns
+            resumed = time.monotonic()
             victim.proc.send_signal(signal.SIGCONT)
-            victim.paused.append((stopped, time.monotonic()))
+            victim.paused.append((stopped, resumed))
         return heal
 
     def _stall_member(self, episode: Episode) -> Any:
@@ -298,17 +335,24 @@ class ChaosRun:
             self.cluster.clear_faults()
         return heal
 
+    def _apis(self, classic: list[ApiKey]) -> list[ApiKey]:
+        return [*classic, ApiKey.CONSUMER_GROUP_HEARTBEAT] if self.settings.consumer_members else classic
+
     def _drop_connection(self, episode: Episode) -> Any:
-        return self._rule(episode, FaultRule(int(self.rng.choice(_DROPPED)), FaultKind.DROP, self.rng.randint(1, 3)))
+        return self._rule(episode, FaultRule(int(self.rng.choice(self._apis(_DROPPED))), FaultKind.DROP,
+                                             self.rng.randint(1, 3)))
 
     def _delay_request(self, episode: Episode) -> Any:
-        return self._rule(episode, FaultRule(int(self.rng.choice(_DELAYED)), FaultKind.DELAY, self.rng.randint(1, 3),
-                                             delay_ms=self.rng.randint(200, 2500)))
+        return self._rule(episode, FaultRule(int(self.rng.choice(self._apis(_DELAYED))), FaultKind.DELAY,
+                                             self.rng.randint(1, 3), delay_ms=self.rng.randint(200, 2500)))
 
     def _fail_request(self, episode: Episode) -> Any:
-        api = self.rng.choice(sorted(_FAILURES))
+        failures = dict(_FAILURES)
+        if self.settings.consumer_members:
+            failures[ApiKey.CONSUMER_GROUP_HEARTBEAT] = _CONSUMER_FAILURES
+        api = self.rng.choice(sorted(failures))
         return self._rule(episode, FaultRule(int(api), FaultKind.ERROR, self.rng.randint(1, 3),
-                                             error_code=self.rng.choice(_FAILURES[api])))
+                                             error_code=self.rng.choice(failures[api])))
 
     # -- observation ---------------------------------------------------------------------
     def _stop_on_member_error(self) -> None:
@@ -327,9 +371,19 @@ class ChaosRun:
         their own logs say every partition has exactly one owner."""
         return wait_until(self._converged, timeout_s, interval_s=0.05)
 
+    def _group(self) -> dict[str, Any] | None:
+        """The coordinator's view of the group, classic or consumer-protocol: state, generation
+        (a consumer group's epoch) and members."""
+        group = self.cluster.describe_group(GROUP)
+        if group is None and self.settings.consumer_members:
+            group = self.cluster.describe_consumer_group(GROUP)
+            if group is not None:
+                group["generation"] = group["epoch"]
+        return group
+
     def _converged(self) -> bool:
         now = time.monotonic()
-        group = self.cluster.describe_group(GROUP)
+        group = self._group()
         running = [m for m in self.slots if m.running()]
         if group is None or group["state"] != "Stable" or len(group["members"]) != len(running):
             return False
@@ -340,11 +394,11 @@ class ChaosRun:
         return True
 
     def _state(self) -> str:
-        return json.dumps({"group": self.cluster.describe_group(GROUP),
+        return json.dumps({"group": self._group(),
                            "members": {m.name: sorted(m.owned()) for m in self.slots if m.running()}}, default=str)
 
     def _generation(self) -> int:
-        group = self.cluster.describe_group(GROUP)
+        group = self._group()
         return int(group["generation"]) if group else 0
 
     def _committed(self) -> dict[int, int]:

@@ -4,8 +4,9 @@ lines on stdout (``t``: CLOCK_MONOTONIC seconds, the same clock in every process
 It processes each batch, then commits exactly the offsets it processed.  A commit refused
 (a rebalance, a fault) stays pending and is retried after the next poll, but only for the
 partitions the member still owns: committing for a partition that has moved on could move its
-offset backwards.  SIGUSR1 makes it stall (no poll) for --stall-ms, past max_poll_interval_ms;
-SIGTERM closes it gracefully.
+offset backwards.  ``--protocol consumer`` makes it a KIP-848 member (the broker assigns; the
+remote assignor is ``--strategy`` when that names one of the broker's).  SIGUSR1 makes it stall
+(no poll) for --stall-ms, past max_poll_interval_ms; SIGTERM closes it gracefully.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def main() -> int:
     parser.add_argument("--session-ms", type=int, required=True)
     parser.add_argument("--max-poll-interval-ms", type=int, required=True)
     parser.add_argument("--stall-ms", type=int, required=True)
+    parser.add_argument("--protocol", choices=("classic", "consumer"), default="classic",
+                        help="the group protocol: classic, or KIP-848's consumer protocol")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s")
@@ -80,13 +83,22 @@ def main() -> int:
         def on_partitions_assigned(self, assigned):  # type: ignore[no-untyped-def]
             report("assigned", p=sorted(tp.partition for tp in assigned))
 
+    if args.protocol == "consumer":
+        # the broker assigns, and sets the session and the heartbeat interval (the harness gives
+        # the cluster the same session as the classic members')
+        group_settings: dict[str, Any] = {"group_protocol": "consumer"}
+        if args.strategy in ("uniform", "range"):
+            group_settings["group_remote_assignor"] = args.strategy
+    else:
+        group_settings = {"session_timeout_ms": args.session_ms,
+                          "heartbeat_interval_ms": max(args.session_ms // 6, 100),
+                          "partition_assignment_strategy": args.strategy.split(",")}
     consumer = GroupConsumer(
         bootstrap_servers=args.bootstrap, group_id=args.group, client_id=args.client_id,
         auto_offset_reset="earliest", enable_auto_commit=False, max_poll_records=100,
-        session_timeout_ms=args.session_ms, heartbeat_interval_ms=max(args.session_ms // 6, 100),
-        max_poll_interval_ms=args.max_poll_interval_ms, partition_assignment_strategy=args.strategy.split(","),
-        metadata_max_age_ms=2000, request_timeout_ms=args.session_ms + 2000, retry_backoff_ms=100,
-        reconnect_backoff_ms=50, reconnect_backoff_max_ms=1000)
+        max_poll_interval_ms=args.max_poll_interval_ms, metadata_max_age_ms=2000,
+        request_timeout_ms=args.session_ms + 2000, retry_backoff_ms=100, reconnect_backoff_ms=50,
+        reconnect_backoff_max_ms=1000, **group_settings)
     consumer.subscribe([args.topic], listener=Listener())
     report("ready", pid=os.getpid())
     try:

@@ -1,5 +1,6 @@
 """A chaos run as a test: 2 minutes in CI (CHAOS_SECONDS for longer; CHAOS_SEED replays a
-schedule).  The long run is ``python -m tests.chaos --seconds 600``."""
+schedule; CHAOS_PROTOCOLS=classic|consumer|mixed overrides the seed's group protocols).  The long
+run is ``python -m tests.chaos --seconds 600``."""
 
 from __future__ import annotations
 
@@ -10,17 +11,20 @@ from pathlib import Path
 import pytest
 
 from .checks import check_run
-from .harness import ChaosRun, ChaosSettings, seed_from_env
+from .harness import PROTOCOLS, ChaosRun, ChaosSettings, seed_from_env
 
 pytestmark = pytest.mark.integration
 
 
 def test_a_group_under_a_seeded_fault_schedule_keeps_every_invariant(tmp_path: Path) -> None:
     seed = seed_from_env()
-    # the seed also picks the assignor, so runs over time cover eager and cooperative groups
+    # the seed also picks the assignor and the group protocols, so runs over time cover eager and
+    # cooperative classic groups, consumer-protocol (KIP-848) groups, and groups of both
     strategy = ("range", "roundrobin", "cooperative-sticky")[seed % 3]
-    settings = ChaosSettings(seed=seed, seconds=float(os.environ.get("CHAOS_SECONDS", "120")), strategy=strategy)
-    print(f"chaos seed {seed}, {strategy} (CHAOS_SEED={seed} replays this schedule)")
+    protocols = os.environ.get("CHAOS_PROTOCOLS") or PROTOCOLS[seed // 3 % 3]
+    settings = ChaosSettings(seed=seed, seconds=float(os.environ.get("CHAOS_SECONDS", "120")), strategy=strategy,
+                             protocols=protocols)
+    print(f"chaos seed {seed}, {strategy}, {protocols} protocols (CHAOS_SEED={seed} replays this schedule)")
     run = ChaosRun(settings, tmp_path)
     try:
         run.run()
