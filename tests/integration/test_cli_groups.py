@@ -63,8 +63,11 @@ class Watch:
     """``groups watch`` in the background; its stdout lines are read by a thread."""
 
     def __init__(self, *args: str) -> None:
+        # SIGINT back to its default in the child: a runner started in the background (``cmd &``)
+        # passes it on ignored, and then Python would not stop on the test's Ctrl-C
         self.proc = subprocess.Popen([sys.executable, "-m", "groupclient", "groups", "watch", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self.lines: list[str] = []
         self._queue: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
