@@ -155,14 +155,16 @@ class ConsumerGroupHooks:
                 self.subscription.drop_partitions(gone)
                 self.drop_fetched()
             return True
-        self.subscription.set_group_assignment(set())
-        self.drop_fetched()
+        # the listener first, as Java's onJoinPrepare: the partitions are still owned while it runs,
+        # so it can ask their positions and commit what was consumed of them
         if owned and lost:
             # lost: others may own them already, so the listener must not commit for them
             self.listener_calls.call("on_partitions_lost", owned)
         else:
             # before every eager join, also with nothing owned (the first join), as kafka-python does
             self.listener_calls.call("on_partitions_revoked", owned)
+        self.subscription.set_group_assignment(set())
+        self.drop_fetched()
         if dropped - owned:
             self.listener_calls.call("on_partitions_lost", dropped - owned)
         return True

@@ -211,3 +211,44 @@ def test_group_metadata_before_and_after_joining(cluster: EmbeddedCluster, make_
     assert after.group_instance_id is None
     assert after.state == MemberState.STABLE
     assert after == ConsumerGroupMetadata(group, after.generation_id, after.member_id, None, MemberState.STABLE)
+
+
+class CommittingOnRevoke(ConsumerRebalanceListener):
+    """The manual-commit pattern: commit what was consumed when the partitions are revoked."""
+
+    def __init__(self, consumer_box: list[Any]) -> None:
+        self.consumer_box = consumer_box
+        self.seen: list[tuple[set[TopicPartition], set[TopicPartition], dict[TopicPartition, int]]] = []
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        consumer = self.consumer_box[0]
+        positions = {tp: consumer.position(tp) for tp in revoked}
+        self.seen.append((set(revoked), set(consumer.assignment()), positions))
+        if revoked:
+            consumer.commit()
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("lib", kafka_python_bug(
+    "a listener runs on its IO thread, where position() and commit() raise 'Cannot block on net.run()'"))
+def test_the_revoked_partitions_are_still_owned_inside_on_partitions_revoked(
+        lib: str, cluster: EmbeddedCluster, make_consumer: ConsumerFactory) -> None:
+    """As Java's onJoinPrepare: the eager listener runs before the assignment is given up, so it
+    can ask positions and commit what was consumed (the next owner starts there)."""
+    topic = new_topic(cluster, 2, records=[b"x"] * 10)
+    group = unique("group")
+    box: list[Any] = []
+    listener = CommittingOnRevoke(box)
+    a = make_consumer(group_id=group, auto_offset_reset="earliest", **RANGE)
+    box.append(a)
+    subscribe(a, [topic], listener=listener)
+    assert len(drain(a, 10)) == 10
+    b = make_consumer(group_id=group, **RANGE)
+    subscribe(b, [topic])
+    assert poll_until([a, b], lambda: len(a.assignment()) == 1 and len(b.assignment()) == 1)
+    revoked, owned, positions = next(seen for seen in listener.seen if seen[0])
+    assert revoked == owned == tps(topic, 0, 1)
+    assert positions == {tp: 5 for tp in tps(topic, 0, 1)}
+    assert cluster.committed_offsets(group) == {(topic, 0): 5, (topic, 1): 5}
