@@ -1,5 +1,6 @@
 """Consumer throughput: groupclient GroupConsumer, kafka-python KafkaConsumer and confluent-kafka
-Consumer on the same topics in the same run, on a real Kafka 4.1 broker and on the embedded broker.
+Consumer, and the asyncio clients groupclient.aio AsyncGroupConsumer and aiokafka AIOKafkaConsumer,
+on the same topics in the same run, on a real Kafka 4.1 broker and on the embedded broker.
 
 Usage (the full matrix, a long run; one Kafka broker, one embedded broker per cell):
 
@@ -8,9 +9,13 @@ Usage (the full matrix, a long run; one Kafka broker, one embedded broker per ce
     # quick: embedded broker, 100 B values, none and lz4, 6 partitions, ~10k records, 1 run
     python benchmarks/throughput.py --quick
     python benchmarks/throughput.py --brokers kafka --sizes 100 --codecs none --partitions 6 --mb 5
+    # the asyncio clients against the sync one
+    nice -n 5 python benchmarks/throughput.py --brokers embedded --sizes 100 --codecs none,lz4 \
+        --partitions 6 --runs 3 --clients groupclient,groupclient-aio,aiokafka
 
 Matrix: value size (--sizes) x compression (--codecs: none, gzip, snappy, lz4, zstd) x partitions
-(--partitions) on each broker (--brokers kafka,embedded); --clients picks the consumers.  Per cell a
+(--partitions) on each broker (--brokers kafka,embedded); --clients picks the consumers (groupclient,
+kafka-python, confluent-kafka, groupclient-aio, aiokafka; default all).  Per cell a
 topic of mb*1e6/size records (at least --min-records, at most --max-records) is produced once by
 confluent-kafka's Producer, or kafka-python's where it is absent (batch size 64 KiB, linger 10 ms;
 the producer sticks to a partition for one batch, like the sticky partitioner, so batches are full): JSON-like event text with random
@@ -22,13 +27,25 @@ Per client and cell: steady records/s = records received after the first third /
 third to the last record (librdkafka prefetches in the background, so the first third, including
 the join, is excluded for everyone); MB/s of values in the same span; CPU seconds of the client's
 process (all threads) per million records in the same span; the broker's CPU per million records
-over the whole consume (the JSON also has it for the steady span); ratios groupclient/kafka-python
-and groupclient/confluent-kafka.  results.json keeps every run, with the longest wait for records.
+over the whole consume (the JSON also has it for the steady span); ratios of steady records/s (and
+of CPU per record) groupclient/kafka-python, groupclient/confluent-kafka, groupclient-aio/aiokafka
+and groupclient-aio/groupclient.  results.json keeps every run, with the longest wait for records.
+
+Event-loop lag, for the asyncio clients: the worker runs the drain coroutine and, on the same loop,
+a watchdog that repeatedly awaits asyncio.sleep(0.001); a wake-up's lag is its actual time minus
+the expected one (the time it went to sleep + 1 ms), i.e. how long a ready callback waited for the
+loop.  Per run: p50, p99 and max over the wake-ups of the steady span (~0.15 ms on an idle loop,
+the selector's timeout rounding); per cell the medians over the runs, and the worst max of any run.
+The watchdog's own wake-ups (up to 1000/s) cost both asyncio clients a little CPU; --no-loop-lag
+drops it.
 
 Settings are the clients' defaults: python clients max_poll_records 500 (--max-poll-records),
 fetch sizes default (fetch_max_bytes 50 MB, max_partition_fetch_bytes 1 MB; librdkafka the same plus
-its background prefetch of up to 64 MB), metadata_max_age_ms 5000 for both python clients (a
-kafka-python join race).  confluent-kafka: consume(num_messages=1000, timeout=1.0), the last call
+its background prefetch of up to 64 MB), metadata_max_age_ms 5000 for every python client (a
+kafka-python join race).  The asyncio clients get the same settings (aiokafka's names are the same)
+and drain with ``await getmany(timeout_ms=1000, max_records=max_poll_records)``, each in one event
+loop (asyncio.run's); AsyncGroupConsumer runs its GroupConsumer, fetching and decoding, on a thread
+of its own.  confluent-kafka: consume(num_messages=1000, timeout=1.0), the last call
 asking only for the records still missing; --confluent-config adds librdkafka settings.  Every
 record's value is read (record.value, msg.value()).  The Kafka broker runs with full JIT here
 (tests/kafka/broker.py limits it to C1 for a fast start).
@@ -69,8 +86,14 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.brokers import coordinator, cpu_seconds, stop_process  # noqa: E402
 
 WORKER = Path(__file__).resolve().parent / "throughput_worker.py"
-CLIENTS = ("groupclient", "kafka-python", "confluent-kafka")
-SHORT = {"groupclient": "gc", "kafka-python": "kp", "confluent-kafka": "ck"}
+CLIENTS = ("groupclient", "kafka-python", "confluent-kafka", "groupclient-aio", "aiokafka")
+ASYNC_CLIENTS = ("groupclient-aio", "aiokafka")
+SHORT = {"groupclient": "gc", "kafka-python": "kp", "confluent-kafka": "ck", "groupclient-aio": "gca",
+         "aiokafka": "ak"}
+# (ours, theirs): steady records/s (and CPU per record) of ours / theirs, per cell
+RATIOS = (("groupclient", "kafka-python"), ("groupclient", "confluent-kafka"), ("groupclient-aio", "aiokafka"),
+          ("groupclient-aio", "groupclient"))
+LAG_KEYS = ("loop_lag_p50_ms", "loop_lag_p99_ms", "loop_lag_max_ms")
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 BATCH_SIZE, LINGER_MS = 64 * 1024, 10
 EVENTS = ["page_view", "click", "add_to_cart", "checkout", "search", "login", "logout", "purchase"]
@@ -84,7 +107,8 @@ WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo li
 def packages() -> dict[str, str | None]:
     """Versions of the clients and of the optional packages for codecs and CRCs (None: absent)."""
     found: dict[str, str | None] = {}
-    for name in ("groupclient", "kafka-python", "confluent-kafka", "crc32c", "lz4", "zstandard", "python-snappy", "isal"):
+    for name in ("groupclient", "kafka-python", "confluent-kafka", "aiokafka", "crc32c", "lz4", "zstandard",
+                 "python-snappy", "isal"):
         try:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -192,7 +216,7 @@ def run_client(client: str, bootstrap: str, topic: str, records: int, broker_pid
         child = subprocess.Popen(
             [sys.executable, str(WORKER), client, bootstrap, topic, str(records), "--broker-pid", str(broker_pid),
              "--timeout-s", str(timeout_s), "--max-poll-records", str(args.max_poll_records),
-             "--confluent-config", json.dumps(args.confluent_config)],
+             "--confluent-config", json.dumps(args.confluent_config), *([] if args.loop_lag else ["--no-loop-lag"])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
         assert child.stdin is not None and child.stdout is not None
         result: dict[str, Any] = {"ok": False, "error": "interrupted"}
@@ -246,6 +270,9 @@ def run_cell(broker: str, bootstrap: str, broker_pid: int, topic: str, size: int
             runs[client].append(result)
             shown = (f"{result['steady_records_per_s']:,.0f} records/s, {result['steady_mb_per_s']:.1f} MB/s, "
                      f"{result['steady_cpu_s_per_m']:.2f} CPU s/M" if result.get("ok") else f"FAILED: {result['error']}")
+            if result.get("loop_lag_max_ms") is not None:
+                shown += (f", loop lag p50 {result['loop_lag_p50_ms']:.2f} p99 {result['loop_lag_p99_ms']:.2f} "
+                          f"max {result['loop_lag_max_ms']:.1f} ms")
             if result.get("longest_stall_s", 0) > 0.2:
                 shown += f" (no records for {result['longest_stall_s']:.2f} s at record {result['longest_stall_at']:,})"
             print(f"  run {run + 1} {client:15s} {shown}", flush=True)
@@ -254,12 +281,16 @@ def run_cell(broker: str, bootstrap: str, broker_pid: int, topic: str, size: int
     for result in (r for rs in runs.values() for r in rs if r.get("ok")):
         result["broker_cpu_s_per_m"] = result["broker_cpu_s"] / records * 1e6
     cell["clients"] = {c: {"runs": rs, "failed": sum(not r.get("ok") for r in rs),
-                           **{k: median(rs, k) for k in (*keys, "broker_cpu_s_per_m")}} for c, rs in runs.items()}
-    for other in ("kafka-python", "confluent-kafka"):
-        ours, theirs = cell["clients"].get("groupclient"), cell["clients"].get(other)
+                           **{k: median(rs, k) for k in (*keys, "broker_cpu_s_per_m", *LAG_KEYS)}}
+                       for c, rs in runs.items()}
+    for client, rs in runs.items():  # the worst wake-up of any run, beside the median of the runs' max
+        worst = [r["loop_lag_max_ms"] for r in rs if r.get("ok") and r.get("loop_lag_max_ms") is not None]
+        cell["clients"][client]["loop_lag_max_ms_worst"] = max(worst) if worst else None
+    for ours_name, other in RATIOS:
+        ours, theirs = cell["clients"].get(ours_name), cell["clients"].get(other)
         if ours and theirs and ours["steady_records_per_s"] and theirs["steady_records_per_s"]:
-            cell[f"ratio_groupclient_{other}"] = ours["steady_records_per_s"] / theirs["steady_records_per_s"]
-            cell[f"cpu_ratio_groupclient_{other}"] = ours["steady_cpu_s_per_m"] / theirs["steady_cpu_s_per_m"]
+            cell[f"ratio_{ours_name}_{other}"] = ours["steady_records_per_s"] / theirs["steady_records_per_s"]
+            cell[f"cpu_ratio_{ours_name}_{other}"] = ours["steady_cpu_s_per_m"] / theirs["steady_cpu_s_per_m"]
     return cell
 
 
@@ -329,7 +360,10 @@ def fmt(value: float | None, spec: str) -> str:
 
 
 def tables(cells: list[dict[str, Any]], clients: list[str]) -> str:
-    ratios = [o for o in ("kafka-python", "confluent-kafka") if "groupclient" in clients and o in clients]
+    ratios = [(a, b) for a, b in RATIOS if a in clients and b in clients]
+    # asyncio clients with a lag measured somewhere (none with --no-loop-lag)
+    lagged = [c for c in clients if c in ASYNC_CLIENTS
+              and any(cell["clients"][c].get("loop_lag_max_ms") is not None for cell in cells)]
 
     def table(head: list[str], rows: list[list[str]]) -> list[str]:
         return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
@@ -339,21 +373,29 @@ def tables(cells: list[dict[str, Any]], clients: list[str]) -> str:
 
     s = [SHORT[c] for c in clients]
     head1 = (["broker", "cell", "records", "comp."] + [f"{c} rec/s" for c in s] + [f"{c} MB/s" for c in s]
-             + [f"gc/{SHORT[o]}" for o in ratios])
+             + [f"{SHORT[a]}/{SHORT[b]}" for a, b in ratios])
     rows1 = [name(c) + [f"{c['records']:,}", f"{c['compression_ratio_est']:.1f}x"]
              + [fmt(c["clients"][k]["steady_records_per_s"], ",.0f") for k in clients]
              + [fmt(c["clients"][k]["steady_mb_per_s"], ".1f") for k in clients]
-             + [fmt(c.get(f"ratio_groupclient_{o}"), ".2f") for o in ratios] for c in cells]
-    head2 = (["broker", "cell"] + [f"{c} CPU s/M" for c in s] + [f"CPU gc/{SHORT[o]}" for o in ratios]
+             + [fmt(c.get(f"ratio_{a}_{b}"), ".2f") for a, b in ratios] for c in cells]
+    head2 = (["broker", "cell"] + [f"{c} CPU s/M" for c in s] + [f"CPU {SHORT[a]}/{SHORT[b]}" for a, b in ratios]
              + [f"broker CPU s/M ({c})" for c in s] + [f"{c} 1st record s" for c in s])
     rows2 = [name(c) + [fmt(c["clients"][k]["steady_cpu_s_per_m"], ".2f") for k in clients]
-             + [fmt(c.get(f"cpu_ratio_groupclient_{o}"), ".2f") for o in ratios]
+             + [fmt(c.get(f"cpu_ratio_{a}_{b}"), ".2f") for a, b in ratios]
              + [fmt(c["clients"][k]["broker_cpu_s_per_m"], ".2f") for k in clients]
              + [fmt(c["clients"][k]["first_record_s"], ".2f") for k in clients] for c in cells]
     legend = (f"{', '.join(f'{SHORT[c]} = {c}' for c in clients)}; steady state = after the first third of "
               "the records; comp. = estimated compression ratio; CPU s/M = CPU seconds per million records "
               "(client: steady state; broker: the whole consume, from the client's start to its last record)")
-    return "\n".join([legend, "", *table(head1, rows1), "", *table(head2, rows2)])
+    out = [legend, "", *table(head1, rows1), "", *table(head2, rows2)]
+    if lagged:
+        head3 = ["broker", "cell"] + [f"{SHORT[c]} lag {q}" for c in lagged for q in ("p50", "p99", "max", "worst")]
+        rows3 = [name(c) + [fmt(c["clients"][k].get(key), ".2f") for k in lagged
+                            for key in (*LAG_KEYS, "loop_lag_max_ms_worst")] for c in cells]
+        out += ["", "event-loop lag, ms: lateness of a 1 ms asyncio.sleep() on the client's loop over the steady "
+                "span (median over the runs of each run's p50, p99, max; worst = the largest max of any run)",
+                "", *table(head3, rows3)]
+    return "\n".join(out)
 
 
 def plot(cells: list[dict[str, Any]], clients: list[str], path: Path) -> None:
@@ -406,6 +448,8 @@ def main() -> int:
     parser.add_argument("--max-poll-records", type=int, default=500, help="python clients (default 500)")
     parser.add_argument("--confluent-config", type=json.loads, default={},
                         help='JSON, more librdkafka settings, e.g. \'{"fetch.queue.backoff.ms": 10}\'')
+    parser.add_argument("--no-loop-lag", dest="loop_lag", action="store_false",
+                        help="asyncio clients: no event-loop lag watchdog (it costs them some CPU)")
     parser.add_argument("--quick", action="store_true", help="embedded, 100 B, none+lz4, 6 partitions, 1 run")
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
     parser.add_argument("--plot", type=Path, default=None, help="write a bar chart (matplotlib)")

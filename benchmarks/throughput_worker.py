@@ -1,26 +1,46 @@
 """Child process of ``benchmarks/throughput.py``: one client drains one topic, prints one JSON line.
 
     python benchmarks/throughput_worker.py CLIENT BOOTSTRAP TOPIC RECORDS [--broker-pid PID]
-        [--timeout-s S] [--max-poll-records N] [--confluent-config JSON]
+        [--timeout-s S] [--max-poll-records N] [--confluent-config JSON] [--no-loop-lag]
 
-CLIENT is groupclient, kafka-python or confluent-kafka.  The consumer subscribes with a fresh
-group id (earliest, no auto commit) and reads until it has RECORDS records, touching every
-record's value.  It notes the wall time and its own CPU (all threads) at the first record, once a
-third of the records were received, and at the last record; the broker's CPU (from /proc) at the
-same marks when ``--broker-pid`` is given.  The JSON line is printed before ``close()``; the
-worker then waits for its stdin to close so the parent can read this process's CPU before it exits.
+CLIENT is groupclient, kafka-python or confluent-kafka (synchronous), or aiokafka (aiokafka's
+AIOKafkaConsumer) or groupclient-aio (groupclient.aio.AsyncGroupConsumer), the asyncio clients.
+The consumer subscribes with a fresh group id (earliest, no auto commit) and reads until it has
+RECORDS records, touching every record's value.  The synchronous clients are driven by a poll loop
+(``poll(timeout_ms=1000)``, confluent's ``consume()``); the asyncio ones by a drain coroutine inside
+one event loop (run as ``asyncio.run`` does, kept for ``stop()``): ``start()``, ``subscribe()``, then
+``await getmany(timeout_ms=1000, max_records=max_poll_records)`` until done.  Both feed the same
+:class:`Meter` one (records, value bytes) per call.  It notes the wall time and the process's own
+CPU (all threads) at the first record, once a third of the records were received, and at the last
+record; the broker's CPU (from /proc) at the same marks when ``--broker-pid`` is given.
+
+Event-loop lag (asyncio clients; off with ``--no-loop-lag``): a watchdog coroutine on the same loop,
+started before the consumer, repeatedly awaits ``asyncio.sleep(0.001)`` and records how late each
+wake-up was: lag = (monotonic time it resumed) - (monotonic time it went to sleep + 1 ms).  It is
+how long a ready callback waits for the loop (the client's own work on the loop, plus the
+selector's millisecond timeout rounding: ~0.15 ms on an idle loop).  Reported over the wake-ups
+whose sleep overlapped the steady span (third to last record: ``loop_lag_p50_ms``, ``_p99_ms``,
+``_max_ms``, nearest rank) and over the whole drain, start() included (``loop_lag_all_*``); at the
+last record a sleep still pending and already overdue counts as a wake-up then.
+
+The JSON line is printed before ``close()`` (``stop()`` for the asyncio clients, on the same loop);
+the worker then waits for its stdin to close so the parent can read this process's CPU before it
+exits.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
 import logging
+import math
 import sys
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +48,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.brokers import cpu_seconds  # noqa: E402
 
-CLIENTS = ("groupclient", "kafka-python", "confluent-kafka")
+SYNC_CLIENTS = ("groupclient", "kafka-python", "confluent-kafka")
+ASYNC_CLIENTS = ("aiokafka", "groupclient-aio")
+CLIENTS = SYNC_CLIENTS + ASYNC_CLIENTS
+LAG_SLEEP_S = 0.001  # the watchdog's sleep
 # a client's poll loop, one (records, value bytes) per poll or consume call, and its close()
 Batches = Callable[[], Iterator[tuple[int, int]]]
 
@@ -89,54 +112,198 @@ def confluent_client(bootstrap: str, topic: str, group: str, records: int,
     return batches, consumer.close
 
 
+async def async_client(kind: str, bootstrap: str, topic: str, group: str, max_poll_records: int) -> Any:
+    """A started asyncio consumer, subscribed: the python clients' settings, aiokafka's names."""
+    if kind == "aiokafka":
+        from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped, unused-ignore]
+        Consumer: Any = AIOKafkaConsumer
+    else:
+        from groupclient.aio import AsyncGroupConsumer
+        Consumer = AsyncGroupConsumer
+    consumer = Consumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                        enable_auto_commit=False, max_poll_records=max_poll_records,
+                        metadata_max_age_ms=5000, client_id=f"bench-{kind}")
+    await consumer.start()
+    consumer.subscribe([topic])
+    return consumer
+
+
+async def async_batches(consumer: Any, max_poll_records: int) -> AsyncGenerator[tuple[int, int], None]:
+    """The asyncio clients' poll loop: one (records, value bytes) per getmany()."""
+    while True:
+        got = size = 0
+        for records in (await consumer.getmany(timeout_ms=1000, max_records=max_poll_records)).values():
+            got += len(records)
+            for record in records:
+                value = record.value
+                size += len(value) if value is not None else 0
+        yield got, size
+
+
+class Watchdog:
+    """The event-loop lag: a task that sleeps LAG_SLEEP_S again and again, noting each wake-up's
+    (time, lag in seconds); ``stop()`` also notes the pending sleep if it is overdue (a loop held
+    until the end of the drain is not missed)."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, float]] = []
+        self.expected = time.monotonic() + LAG_SLEEP_S
+        self.task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            self.expected = time.monotonic() + LAG_SLEEP_S
+            await asyncio.sleep(LAG_SLEEP_S)
+            now = time.monotonic()
+            self.samples.append((now, now - self.expected))
+
+    def stop(self, now: float) -> None:
+        if now > self.expected:
+            self.samples.append((now, now - self.expected))
+        self.task.cancel()
+
+
+class Meter:
+    """The measurement of one drain, fed one (records, value bytes) per poll call by either loop."""
+
+    def __init__(self, records: int, timeout_s: float, broker_pid: int) -> None:
+        self.records, self.timeout_s, self.broker_pid = records, timeout_s, broker_pid
+        # CLOCK_PROCESS_CPUTIME_ID: every thread of this process (librdkafka's too), ns resolution
+        # where /proc counts 10 ms ticks
+        self.t0, self.cpu0 = time.monotonic(), time.process_time()
+        self.deadline = self.t0 + timeout_s
+        self.got = self.value_bytes = 0
+        self.first: float | None = None
+        self.third: tuple[float, int, int, float, float] | None = None
+        self.latest, self.stall = 0.0, (0.0, 0)  # the longest wait for records after the first: (seconds, at record)
+        self.end: tuple[float, float, float] | None = None
+
+    def broker_cpu(self) -> float:
+        return cpu_seconds(self.broker_pid) if self.broker_pid else 0.0
+
+    def add(self, count: int, size: int) -> bool:
+        """One poll call's records; True when the drain is over (every record, or the timeout)."""
+        now = time.monotonic()
+        if count and self.first is None:
+            self.first = self.latest = now
+        if count:
+            self.stall, self.latest = max(self.stall, (now - self.latest, self.got)), now
+        self.got, self.value_bytes = self.got + count, self.value_bytes + size
+        if self.third is None and count and self.got >= self.records // 3:
+            self.third = (now, self.got, self.value_bytes, time.process_time(), self.broker_cpu())
+        if self.got >= self.records or now > self.deadline:
+            self.end = (time.monotonic(), time.process_time(), self.broker_cpu())
+            return True
+        return False
+
+    def result(self) -> dict[str, Any]:
+        assert self.end is not None
+        last, cpu_last, broker_last = self.end
+        if self.got < self.records:
+            return {"ok": False, "error": f"timeout: {self.got} of {self.records} records in {self.timeout_s:.0f} s"}
+        assert self.first is not None and self.third is not None
+        t3, got3, bytes3, cpu3, broker3 = self.third
+        steady, seconds = self.got - got3, max(last - t3, 1e-9)
+        return {
+            "ok": True, "records": self.got, "value_bytes": self.value_bytes,
+            "first_record_s": self.first - self.t0,           # construction, join and first fetch
+            "total_s": last - self.t0,
+            "steady_records_per_s": steady / seconds,
+            "steady_mb_per_s": (self.value_bytes - bytes3) / seconds / 1e6,
+            "steady_cpu_s_per_m": (cpu_last - cpu3) / steady * 1e6,
+            "steady_broker_cpu_s_per_m": (broker_last - broker3) / steady * 1e6 if self.broker_pid else None,
+            "overall_records_per_s": (self.got - 1) / max(last - self.first, 1e-9),  # first to last record
+            "cpu_s": cpu_last - self.cpu0,                    # this process, construction to last record
+            "longest_stall_s": self.stall[0], "longest_stall_at": self.stall[1],
+        }
+
+    def loop_lag(self, samples: list[tuple[float, float]]) -> dict[str, Any]:
+        """The watchdog's lags in ms: over the steady span (third to last record) and the whole
+        drain; a wake-up counts for a span when its sleep overlapped the span (a loop blocked
+        from before the third record to after it counts)."""
+        found: dict[str, Any] = {}
+        if self.third is None or self.end is None:
+            return found
+        spans = {"loop_lag": (self.third[0], self.end[0]), "loop_lag_all": (self.t0, self.end[0])}
+        for name, (since, until) in spans.items():
+            lags = sorted(lag * 1e3 for at, lag in samples if at >= since and at - lag - LAG_SLEEP_S <= until)
+            found[f"{name}_samples"] = len(lags)
+            for label, q in (("p50", 0.50), ("p99", 0.99), ("max", 1.0)):
+                found[f"{name}_{label}_ms"] = lags[max(0, math.ceil(q * len(lags)) - 1)] if lags else None
+        return found
+
+
 def drain(args: argparse.Namespace) -> dict[str, Any]:
     group = f"tp-{args.client}-{uuid.uuid4().hex[:8]}"
-
-    def broker_cpu() -> float:
-        return cpu_seconds(args.broker_pid) if args.broker_pid else 0.0
-
-    # CLOCK_PROCESS_CPUTIME_ID: every thread of this process (librdkafka's too), ns resolution
-    # where /proc counts 10 ms ticks
-    t0, cpu0 = time.monotonic(), time.process_time()
+    meter = Meter(args.records, args.timeout_s, args.broker_pid)
+    if args.client in ASYNC_CLIENTS:
+        return drain_async(args, group, meter)
     if args.client == "confluent-kafka":
         batches, close = confluent_client(args.bootstrap, args.topic, group, args.records,
                                           json.loads(args.confluent_config))
     else:
         batches, close = python_client(args.client, args.bootstrap, args.topic, group, args.max_poll_records)
-    deadline = t0 + args.timeout_s
-    got = value_bytes = 0
-    first = third = None
-    latest, stall = 0.0, (0.0, 0)  # the longest wait for records after the first: (seconds, at record)
     for count, size in batches():
-        now = time.monotonic()
-        if count and first is None:
-            first = latest = now
-        if count:
-            stall, latest = max(stall, (now - latest, got)), now
-        got, value_bytes = got + count, value_bytes + size
-        if third is None and count and got >= args.records // 3:
-            third = (now, got, value_bytes, time.process_time(), broker_cpu())
-        if got >= args.records or now > deadline:
+        if meter.add(count, size):
             break
-    last, cpu_last, broker_last = time.monotonic(), time.process_time(), broker_cpu()
-    if got < args.records:
-        return {"ok": False, "error": f"timeout: {got} of {args.records} records in {args.timeout_s:.0f} s"}
-    assert first is not None and third is not None
-    t3, got3, bytes3, cpu3, broker3 = third
-    steady, seconds = got - got3, max(last - t3, 1e-9)
-    return {
-        "ok": True, "records": got, "value_bytes": value_bytes,
-        "first_record_s": first - t0,           # construction, join and first fetch
-        "total_s": last - t0,
-        "steady_records_per_s": steady / seconds,
-        "steady_mb_per_s": (value_bytes - bytes3) / seconds / 1e6,
-        "steady_cpu_s_per_m": (cpu_last - cpu3) / steady * 1e6,
-        "steady_broker_cpu_s_per_m": (broker_last - broker3) / steady * 1e6 if args.broker_pid else None,
-        "overall_records_per_s": (got - 1) / max(last - first, 1e-9),  # first to last record
-        "cpu_s": cpu_last - cpu0,               # this process, construction to last record
-        "longest_stall_s": stall[0], "longest_stall_at": stall[1],
-        "close": close,
-    }
+    return {**meter.result(), "close": close}
+
+
+def finish(loop: asyncio.AbstractEventLoop) -> None:
+    """What asyncio.run() does when its coroutine is done: cancel what is left, close the loop."""
+    try:
+        left = asyncio.all_tasks(loop)
+        for task in left:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+def drain_async(args: argparse.Namespace, group: str, meter: Meter) -> dict[str, Any]:
+    """The asyncio clients: the same Meter, fed by a coroutine; the loop stays for stop()."""
+    watchdogs: list[Watchdog] = []
+
+    async def run() -> Any:
+        if args.loop_lag:
+            watchdogs.append(Watchdog())
+        consumer = None
+        try:
+            consumer = await async_client(args.client, args.bootstrap, args.topic, group, args.max_poll_records)
+            async with contextlib.aclosing(async_batches(consumer, args.max_poll_records)) as batches:
+                async for count, size in batches:
+                    if meter.add(count, size):
+                        break
+        except BaseException:
+            if consumer is not None:
+                await consumer.stop()
+            raise
+        finally:
+            for lag in watchdogs:
+                lag.stop(meter.end[0] if meter.end else time.monotonic())
+        return consumer
+
+    loop = asyncio.new_event_loop()  # as asyncio.run() (Python 3.10 has no asyncio.Runner)
+    asyncio.set_event_loop(loop)
+    try:
+        consumer = loop.run_until_complete(run())
+    except BaseException:
+        finish(loop)
+        raise
+
+    def close() -> None:
+        try:
+            loop.run_until_complete(consumer.stop())
+        finally:
+            finish(loop)
+
+    result = meter.result()
+    if watchdogs and result["ok"]:
+        result.update(meter.loop_lag(watchdogs[0].samples))
+    return {**result, "close": close}
 
 
 def main() -> int:
@@ -149,6 +316,8 @@ def main() -> int:
     parser.add_argument("--timeout-s", type=float, default=300)
     parser.add_argument("--max-poll-records", type=int, default=500)
     parser.add_argument("--confluent-config", default="{}", help="JSON: more librdkafka settings")
+    parser.add_argument("--no-loop-lag", dest="loop_lag", action="store_false",
+                        help="asyncio clients: no event-loop lag watchdog")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
     try:

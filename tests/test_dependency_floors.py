@@ -1,6 +1,6 @@
 """Every lower bound pyproject.toml declares is tested: the unit and simulation tests, the layer
 checks, ``mypy --strict``, the TLS and SASL tests, a group with a confluent-kafka peer and
-``groupclient demo`` pass on the lowest Python and the lowest version of every runtime
+``groupclient demo`` and the async tests of the pytest plugin pass on the lowest Python and the lowest version of every runtime
 dependency, test tool and the spark extra it allows (``tests/floors.py`` builds that environment
 once per pin list, under ~/.cache/groupclient).  The rest of the suite runs on the newest versions.
 What runs Spark itself (tests/spark/) runs on the newest only.
@@ -22,6 +22,7 @@ pytestmark = pytest.mark.integration
 SUITES = ["tests/unit", "tests/sim", "tests/test_layers.py", "tests/test_dead_code.py", "tests/test_typing.py",
           "tests/integration/test_security.py",  # cryptography's floor (test certificates)
           "tests/integration/test_peer_groups.py::test_mixed_group_kafka_python_and_confluent",  # confluent-kafka's
+          "tests/integration/test_aio_plugin.py",  # pytest-asyncio's and anyio's (aiokafka's is its only version)
           # the 500-seed exploration runs once, in the main run (a minute); the floors run the
           # hypothesis-drawn schedules and every other simulation
           "--deselect", "tests/sim/test_random_schedules.py::test_500_seeded_schedules_keep_every_invariant"]

@@ -28,7 +28,7 @@ from ..protocol.error_table import Action, action_for, error_for
 from ..error_codes import error_name
 from .deserializers import bind
 from .records import decode_batches, next_offset
-from .subscription import SubscriptionState
+from .subscription import DeliveryTag, SubscriptionState
 
 log = logging.getLogger("groupclient.consumer")
 
@@ -142,6 +142,8 @@ class Fetcher:
         self._errors: dict[TopicPartition, BaseException] = {}
         self.drained_bytes = 0  # bytes of fetch answers fully handed out (metrics), under the lock
         self.fatal_error: InternalError | None = None  # under the lock
+        # each partition's DeliveryTag as the last fetched_records() drained it (owner thread only)
+        self.tags: dict[TopicPartition, DeliveryTag] = {}
 
     # -- fetching ------------------------------------------------------------------------
     def send_fetches(self) -> int:
@@ -221,7 +223,9 @@ class Fetcher:
                     continue
                 action = action_for(p.error_code, ApiKey.FETCH)
                 if action is Action.NONE:
-                    self.subscription.set_high_watermark(tp, p.high_watermark)
+                    self.subscription.set_high_watermark(tp, p.high_watermark,
+                                                         getattr(p, "last_stable_offset", None),
+                                                         self.client.clock.wall_ms())
                     if p.records:
                         completed.append(CompletedFetch(tp, fetch_offset, bytes(p.records), self.config))
                 elif action is Action.RESET_OFFSET:
@@ -266,6 +270,7 @@ class Fetcher:
         if fatal is not None:
             raise fatal
         result: dict[TopicPartition, list[ConsumerRecord]] = {}
+        tags = self.tags = {}
         remaining = max_records
         paused = self.subscription.paused()
         kept: list[CompletedFetch] = []
@@ -289,8 +294,10 @@ class Fetcher:
                     continue
                 completed.fetch_offset = position
             records = completed.take(remaining, position)
-            if records and self.subscription.advance(tp, position, records[-1].offset + 1, delivered,
-                                                     records[-1].leader_epoch):
+            tag = records and self.subscription.advance(tp, position, records[-1].offset + 1, delivered,
+                                                        records[-1].leader_epoch)
+            if tag:
+                tags[tp] = tag
                 result.setdefault(tp, []).extend(records)
                 remaining -= len(records)
                 position = completed.fetch_offset = records[-1].offset + 1

@@ -40,6 +40,7 @@ from ..network.client import NetworkClient, NetworkConfig, parse_bootstrap
 from ..network.io import IOBackend
 from ..network.security import security_from_config
 from ..protocol.consumer_group_heartbeat import new_member_id
+from .any_thread import AnyThreadAccess
 from .assigned import AssignedPartitions
 from .commits import CommitCallback, OffsetCommitter
 from .config import build_config, check_name, default_config
@@ -55,7 +56,7 @@ from .metrics import ConsumerMetrics
 from .positions import PositionControl
 from .queries import ClusterQueries, check_partition
 from .rebalance_events import RebalanceEvent, RebalanceRecorder
-from .subscription import SubscriptionState, SubscriptionType
+from .subscription import DeliveryTag, SubscriptionState, SubscriptionType
 from .thread_ownership import ThreadOwnership
 
 log = logging.getLogger("groupclient.consumer")
@@ -154,6 +155,7 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         if cfg["group_id"] is not None:
             self._build_group(cfg)
         self._iterator: Iterator[ConsumerRecord] | None = None
+        self._any_thread = AnyThreadAccess(self._subscription, self._fetcher, self._client)
         if cfg["api_version"] is None:
             # kafka-python's constructor fails when no broker answers within bootstrap_timeout_ms
             try:
@@ -287,9 +289,7 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
                 return
             if self._subscription.is_group_subscribed():
                 raise IllegalStateError("assign() after subscribe(): call unsubscribe() first")
-            self._subscription.assign_from_user(wanted)
-            self._fetcher.drop_buffered(wanted)
-            self._client.set_topics({tp.topic for tp in wanted})
+            self._any_thread.assign(wanted)
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions this consumer owns now.  Safe to call from any thread."""
@@ -315,6 +315,14 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
             if records and self._interceptors:
                 records = self._interceptors.on_consume(records)
             return records
+
+    def _poll_undelivered(self, timeout_ms: int, max_records: int) -> tuple[Records, dict[TopicPartition, DeliveryTag]]:
+        """For groupclient.aio: poll() that leaves the records undelivered (commits do not cover
+        them) until ``self._any_thread.take_delivery`` hands them out, with each partition's
+        :data:`DeliveryTag` as they were drained."""
+        records = self.poll(timeout_ms, max_records, update_offsets=False)
+        tags = self._fetcher.tags
+        return records, {tp: tags[tp] for tp in records if tp in tags}
 
     def _poll_records(self, timer: Timer, limit: int, delivered: bool) -> Records:
         while True:

@@ -7,9 +7,10 @@ held for bookkeeping (never around I/O or user callbacks).
 from __future__ import annotations
 
 import enum
+import itertools
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..structs import OffsetAndMetadata, TopicPartition
 
@@ -21,6 +22,15 @@ class SubscriptionType(enum.Enum):
     TOPICS = "topics"
     PATTERN = "pattern"
     USER_ASSIGNED = "user-assigned"
+
+
+# every PartitionState gets its own number: a partition lost and assigned again is a new one
+_INCARNATIONS = itertools.count(1)
+
+# (incarnation, application seeks) of a partition when records were drained from the fetcher:
+# records handed out later (groupclient.aio buffers them) are still the partition's next ones
+# only while it is the same (see SubscriptionState.take_delivery)
+DeliveryTag = tuple[int, int]
 
 
 @dataclass
@@ -36,6 +46,10 @@ class PartitionState:
     paused: bool = False
     reset_requested: str | None = None  # "earliest" / "latest" when the position must be reset
     high_watermark: int | None = None
+    last_stable_offset: int | None = None
+    last_fetch_ms: int | None = None  # when the last fetch answer for the partition came
+    incarnation: int = field(default_factory=lambda: next(_INCARNATIONS))
+    app_seeks: int = 0  # seek() and seek_to_*() of the application: each voids records drained before
 
 
 class SubscriptionState:
@@ -179,10 +193,12 @@ class SubscriptionState:
             return None if state is None else state.position
 
     def seek(self, tp: TopicPartition, offset: int, leader_epoch: int | None = None) -> None:
+        """The application's seek()."""
         with self._lock:
             state = self._state_unless_lost(tp)
             if state is not None:
                 _seek(state, offset, leader_epoch)
+                state.app_seeks += 1
 
     def seek_to_committed(self, tp: TopicPartition, offset: int, leader_epoch: int | None) -> bool:
         """Start from the committed offset, unless the partition was taken away or given a
@@ -204,18 +220,33 @@ class SubscriptionState:
             return True
 
     def advance(self, tp: TopicPartition, expected: int, new_position: int, delivered: bool = True,
-                epoch: int | None = None) -> bool:
-        """Move the position if nobody seeked meanwhile; False if the records are stale.
+                epoch: int | None = None) -> DeliveryTag | None:
+        """Move the position if nobody seeked meanwhile; None if the records are stale, else the
+        partition's :data:`DeliveryTag` at this instant.
 
         ``delivered``: the records go to the application now (poll); an iterator passes False
         and reports each record it yields through :meth:`mark_delivered`."""
         with self._lock:
             state = self._assignment.get(tp)
             if state is None or state.position != expected:
-                return False
+                return None
             state.position = new_position
             if delivered:
                 state.delivered, state.delivered_epoch = new_position, epoch
+            return state.incarnation, state.app_seeks
+
+    def take_delivery(self, tp: TopicPartition, tag: DeliveryTag, first: int, last: int, epoch: int | None) -> bool:
+        """Records ``first``..``last`` drained with ``tag`` go to the application now, if the
+        partition is still the same (not lost, reassigned nor seeked by the application since)
+        and they were not given already; whether they do.  Commits then cover them."""
+        with self._lock:
+            state = self._assignment.get(tp)
+            if state is None or (state.incarnation, state.app_seeks) != tag:
+                return False
+            if state.delivered is not None:
+                if last < state.delivered:
+                    return False
+                state.delivered, state.delivered_epoch = max(state.delivered, last + 1), epoch
             return True
 
     def mark_delivered(self, tp: TopicPartition, offset: int, epoch: int | None = None) -> bool:
@@ -241,6 +272,7 @@ class SubscriptionState:
                 state = self._assignment.get(tp)
                 if state is not None:
                     _request_reset(state, strategy)
+                    state.app_seeks += 1
 
     def reset_if_missing(self, tp: TopicPartition) -> bool:
         """Reset to auto_offset_reset a partition still assigned and still without a position
@@ -261,10 +293,29 @@ class SubscriptionState:
             _request_reset(state, self.default_reset)
             return True
 
-    def set_high_watermark(self, tp: TopicPartition, hw: int) -> None:
+    def set_high_watermark(self, tp: TopicPartition, hw: int, last_stable: int | None = None,
+                           now_ms: int | None = None) -> None:
+        """What a fetch answer said of the partition's end (and when it came)."""
         with self._lock:
-            if tp in self._assignment:
-                self._assignment[tp].high_watermark = hw
+            state = self._assignment.get(tp)
+            if state is not None:
+                state.high_watermark = hw
+                if last_stable is not None and last_stable >= 0:
+                    state.last_stable_offset = last_stable
+                if now_ms is not None:
+                    state.last_fetch_ms = now_ms
+
+    def last_stable_offset(self, tp: TopicPartition) -> int | None:
+        """The last stable offset the last fetch answer gave (None as for high_watermark)."""
+        with self._lock:
+            state = self._state_unless_lost(tp)
+            return None if state is None else state.last_stable_offset
+
+    def last_fetch_ms(self, tp: TopicPartition) -> int | None:
+        """When (the consumer clock's wall time) the last fetch answer for it came."""
+        with self._lock:
+            state = self._state_unless_lost(tp)
+            return None if state is None else state.last_fetch_ms
 
     def high_watermark(self, tp: TopicPartition) -> int | None:
         """None while unknown, and for a partition just lost (as for one not yet fetched)."""

@@ -45,6 +45,12 @@ RUNS: dict[str, Runner] = {
     "--plot docs/rebalance_timeline.png": Synopsis(),
     "docs/assignors.md: nice -n 5 python benchmarks/kafka_downtime.py --out kafka-downtime.json "
     "--plot docs/kip848_timeline.png": Synopsis(),
+    # docs/asyncio.md
+    "docs/asyncio.md: # from aiokafka import AIOKafkaConsumer": Python(contexts.nothing),
+    "docs/asyncio.md: import asyncio": Python(contexts.aio_printing),
+    "docs/asyncio.md: # getmany() in batches, a commit after each": Python(contexts.aio_batches),
+    "docs/asyncio.md: # a rebalance listener: commit before partitions go, seek when they come": Python(
+        contexts.aio_listener),
     # docs/cli.md
     "docs/cli.md: groupclient [--version] [--help] COMMAND ...": Synopsis(),
     "docs/cli.md: $ groupclient --version": Transcript(),

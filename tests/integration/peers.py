@@ -16,7 +16,9 @@ from typing import Any
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 
 PEERS_DIR = Path(__file__).resolve().parent.parent / "peers"
-SCRIPTS = {"kafka-python": "kp_consumer.py", "confluent": "ck_consumer.py", "groupclient": "gc_consumer.py"}
+SCRIPTS = {"kafka-python": "kp_consumer.py", "confluent": "ck_consumer.py", "groupclient": "gc_consumer.py",
+           "groupclient-aio": "aio_consumer.py", "aiokafka": "aio_consumer.py"}
+EXTRA = {"aiokafka": ["--library", "aiokafka"]}  # one script serves both asyncio libraries
 
 
 class Peer:
@@ -31,7 +33,7 @@ class Peer:
             from tests.kafka.java_peer import java_peer_command
             program = java_peer_command()
         else:
-            program = [sys.executable, str(PEERS_DIR / SCRIPTS[kind])]
+            program = [sys.executable, str(PEERS_DIR / SCRIPTS[kind]), *EXTRA.get(kind, [])]
         cmd = [*program, "--bootstrap", bootstrap, "--group", group, "--topic", topic, "--strategy", strategy,
                "--client-id", self.name, "--session-ms", str(session_ms), "--protocol", protocol]
         if instance_id:

@@ -1,0 +1,164 @@
+"""The thread that owns an AsyncGroupConsumer's GroupConsumer: the event loop hands it jobs.
+
+Concurrency model (docs/design.md, "asyncio"):
+
+- The event loop's thread calls :meth:`ConsumerThread.submit`; it only appends to a queue under
+  the thread's one lock (held for the append, never for a job), so the loop never waits.
+- The consumer thread runs the jobs one at a time, in order, and is the GroupConsumer's owner
+  (its ThreadOwnership), so every blocking call (join, fetch, commit) happens here.
+- A job's outcome reaches its asyncio future through ``loop.call_soon_threadsafe``: futures are
+  completed on the loop, never from this thread.  A job may also carry ``on_result``, run on the
+  loop with the outcome *even when the future was cancelled* (records are never lost that way).
+- User code the GroupConsumer calls inside a job (a rebalance listener) is run on the loop by
+  :meth:`run_on_loop`; while the thread waits for it, it runs the queued jobs marked
+  ``nested`` (commit, position, committed... that a listener coroutine awaits), as a synchronous
+  listener would call the consumer from inside ``poll()``; the others wait their turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from .errors import ConsumerStoppedError
+
+log = logging.getLogger("groupclient.aio")
+
+T = TypeVar("T")
+
+LISTENER_WAIT_SLICE_S = 0.1  # how often a wait for the loop looks whether the loop is gone
+
+
+@dataclass
+class Job(Generic[T]):
+    """One call for the consumer thread."""
+
+    run: Callable[[], T]
+    future: asyncio.Future[T]
+    nested: bool  # may run while a listener of an outer job is running (see the module doc)
+    on_result: Callable[[T], None] | None = None
+
+
+class ConsumerThread:
+    """Runs jobs for one AsyncGroupConsumer on a thread of its own (see the module doc)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, name: str) -> None:
+        self._loop = loop
+        self._cond = threading.Condition()  # guards _jobs and _closed; never held around a job
+        self._jobs: deque[Job[Any]] = deque()
+        self._closed = False
+        self.listener_tasks: set[asyncio.Task[Any]] = set()  # loop thread only
+        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, run: Callable[[], T], *, nested: bool = False,
+               on_result: Callable[[T], None] | None = None) -> asyncio.Future[T]:
+        """From the loop: queue ``run`` and return the future its outcome completes."""
+        future: asyncio.Future[T] = self._loop.create_future()
+        job = Job(run, future, nested, on_result)
+        with self._cond:
+            if self._closed:
+                raise ConsumerStoppedError("the consumer is stopped")
+            self._jobs.append(job)
+            self._cond.notify_all()
+        return future
+
+    def has_waiting_jobs(self) -> bool:
+        """Whether jobs are queued (a long job gives way to them)."""
+        with self._cond:
+            return bool(self._jobs)
+
+    def close(self) -> None:
+        """No more jobs; the thread ends once the queued ones ran."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    # -- the consumer thread ---------------------------------------------------------------
+    def _main(self) -> None:
+        while True:
+            with self._cond:
+                while not self._jobs and not self._closed:
+                    self._cond.wait()
+                if not self._jobs:
+                    return
+                job = self._jobs.popleft()
+            self._execute(job)
+
+    def _execute(self, job: Job[Any]) -> None:
+        try:
+            value, error = job.run(), None
+        except BaseException as exc:  # handed to the awaiting coroutine, whatever it is
+            value, error = None, exc
+        self._post(job, value, error)
+
+    def _post(self, job: Job[Any], value: Any, error: BaseException | None) -> None:
+        def complete() -> None:
+            if error is None and job.on_result is not None:
+                job.on_result(value)
+            if job.future.cancelled():
+                if error is not None:  # a fetch keeps its error in its result instead
+                    log.debug("a cancelled call's error: %r", error)
+                return
+            if error is not None:
+                job.future.set_exception(error)
+            else:
+                job.future.set_result(value)
+        try:
+            self._loop.call_soon_threadsafe(complete)
+        except RuntimeError:  # the loop is closed: nobody is waiting any more
+            log.debug("the event loop closed before a result of the consumer thread reached it")
+
+    def run_on_loop(self, call: Callable[[], Any]) -> Any:
+        """On the consumer thread: run ``call()`` on the loop (awaited if it returns an
+        awaitable) and return its result, running nested jobs meanwhile."""
+        done = concurrent.futures.Future[Any]()
+
+        async def on_loop() -> None:
+            task = asyncio.current_task()
+            if task is not None:
+                self.listener_tasks.add(task)
+            try:
+                result = call()
+                if inspect.isawaitable(result):
+                    result = await result
+                done.set_result(result)
+            except BaseException as exc:
+                done.set_exception(exc)
+            finally:
+                if task is not None:
+                    self.listener_tasks.discard(task)
+                with self._cond:
+                    self._cond.notify_all()
+
+        try:
+            self._loop.call_soon_threadsafe(lambda: self._loop.create_task(on_loop()))
+        except RuntimeError:
+            raise ConsumerStoppedError("the event loop is closed: the rebalance listener cannot run") from None
+        while True:
+            with self._cond:
+                job = self._take_nested()
+                if job is None:
+                    if done.done():
+                        break
+                    self._cond.wait(LISTENER_WAIT_SLICE_S)
+            if job is not None:
+                self._execute(job)
+            elif self._loop.is_closed() and not done.done():
+                raise ConsumerStoppedError("the event loop closed while a rebalance listener ran")
+        return done.result()
+
+    def _take_nested(self) -> Job[Any] | None:
+        for index, job in enumerate(self._jobs):
+            if job.nested:
+                del self._jobs[index]
+                return job
+        return None
+
