@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from types import TracebackType
@@ -23,12 +24,13 @@ from ..consumer.group_consumer import GroupConsumer, GroupMetadata
 from ..consumer.queries import check_partition
 from ..consumer.rebalance_events import RebalanceEvent
 from ..errors import ArgumentTypeError, ConfigurationError, IllegalStateError
-from ..structs import ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+from ..structs import ConsumerRecord, TopicPartition
 from .config import translate
 from .consumer_thread import ConsumerThread
-from .fetch_jobs import POLL_SLICE_MS, FetchJobs
-from .errors import ConsumerStoppedError, IllegalOperation
+from .fetch_jobs import FetchJobs
+from .errors import ConsumerStoppedError
 from .listener import LoopListener
+from .offsets import AsyncOffsets
 from .record_buffer import RecordBuffer, Records
 
 log = logging.getLogger("groupclient.aio")
@@ -36,9 +38,11 @@ log = logging.getLogger("groupclient.aio")
 T = TypeVar("T")
 
 _NAMES = itertools.count(1)
+CLOSE_TIMEOUT_MS = 30_000  # stop() without timeout_ms, as GroupConsumer.close()
+STOP_GRACE_S = 5.0  # stop() waits this much longer than its timeout for a job ahead of close()
 
 
-class AsyncGroupConsumer:
+class AsyncGroupConsumer(AsyncOffsets):
     """A Kafka group consumer for asyncio: aiokafka's ``AIOKafkaConsumer`` (constructor, setting
     names, coroutines and methods) on groupclient's group logic, so switching is an import change.
 
@@ -81,8 +85,13 @@ class AsyncGroupConsumer:
         self._thread: ConsumerThread | None = None
         self._buffer = RecordBuffer()
         self._state = "new"  # new -> starting -> running -> stopping -> stopped
-        self._stopped: asyncio.Future[None] | None = None
-        self._pending_error: BaseException | None = None  # a background job's, raised by the next call
+        self._started: asyncio.Future[None] | None = None  # done when start() ends, either way
+        self._stopped: asyncio.Future[None] | None = None  # done when stop() ends
+        # subscribe()'s and unsubscribe()'s errors (jobs nobody awaits), raised by the next
+        # getmany()/getone(); a fetch's error waits in the buffer, after the records before it
+        self._pending_error: BaseException | None = None
+        self._membership_jobs = 0  # subscribe()/unsubscribe() jobs queued and not done
+        self._assign_after: set[TopicPartition] | None = None  # assign() queued behind them
         self._fetches: FetchJobs | None = None
         self._name = f"groupclient-aio-{next(_NAMES)}"
 
@@ -96,19 +105,27 @@ class AsyncGroupConsumer:
             return
         self._state = "starting"
         loop = asyncio.get_running_loop()
+        self._started = loop.create_future()
         self._thread = thread = ConsumerThread(loop, self._name)
         settings = dict(self._settings)
         if self._event_callback is not None:
             user_callback = self._event_callback
             settings["rebalance_event_callback"] = lambda event: self._on_loop(loop, user_callback, event)
+        building = thread.submit(lambda: GroupConsumer(**settings))
         try:
-            self._consumer = consumer = await thread.submit(lambda: GroupConsumer(**settings))
+            consumer = await asyncio.shield(building)
         except BaseException:
+            # failed, or this start() was cancelled: a consumer built later is closed, not leaked
+            building.add_done_callback(_close_if_built)
             self._state = "stopped"
             thread.close()
             raise
-        self._access = consumer._any_thread
-        self._fetches = FetchJobs(consumer, thread, self._buffer, lambda: self._state == "running", self._keep_error)
+        finally:
+            self._started.set_result(None)
+        self._consumer, self._access = consumer, consumer._any_thread
+        self._fetches = FetchJobs(consumer, thread, self._buffer, lambda: self._state == "running")
+        if self._state != "starting":  # stop() came meanwhile: it closes what was built
+            raise ConsumerStoppedError("the consumer was stopped while it started")
         self._state = "running"
         if self._initial is not None:
             topics, pattern, listener = self._initial
@@ -133,28 +150,52 @@ class AsyncGroupConsumer:
             log.debug("rebalance event after the loop closed: %s", event)
 
     async def stop(self, timeout_ms: int | None = None) -> None:
-        """Commit what was consumed (enable_auto_commit), leave the group and close, within
-        ``timeout_ms`` (default 30 s).  Idempotent; waiting calls raise ConsumerStoppedError."""
+        """Commit what was consumed (enable_auto_commit), revoke (the listener), leave the group
+        and close, within ``timeout_ms`` (default 30 s; a job still running, such as a commit,
+        gets 5 s more).  Idempotent.  From inside a rebalance listener it returns at once, and
+        the consumer stops once the listener returned."""
         if self._state in ("new", "stopped"):
             self._state = "stopped"
             return
-        if self._state == "stopping":
-            assert self._stopped is not None
-            await asyncio.shield(self._stopped)
+        thread = self._thread
+        assert thread is not None
+        if self._state == "starting":
+            self._state = "stopping"
+            assert self._started is not None
+            await asyncio.shield(self._started)
+            if self._consumer is None:  # start() failed: nothing to close
+                self._state = "stopped"
+                return
+        elif self._state == "stopping":
+            if not thread.in_listener():  # a listener waiting for stop() would wait for itself
+                assert self._stopped is not None
+                await asyncio.shield(self._stopped)
             return
         self._state = "stopping"
-        thread, consumer = self._thread, self._consumer
-        assert thread is not None
-        self._stopped = asyncio.get_running_loop().create_future()
-        try:
-            if consumer is not None:
-                await asyncio.shield(thread.submit(lambda: consumer.close(timeout_ms=timeout_ms)))
-        finally:
+        self._buffer.drop()
+        consumer = self._consumer
+        assert consumer is not None
+        loop = asyncio.get_running_loop()
+        self._stopped = stopped = loop.create_future()
+        closing = thread.submit(lambda: consumer.close(timeout_ms=timeout_ms))
+
+        def closed(done: asyncio.Future[Any]) -> None:
             thread.close()
-            self._buffer.drop()
             self._state = "stopped"
-            if not self._stopped.done():
-                self._stopped.set_result(None)
+            if not stopped.done():
+                stopped.set_result(None)
+            if not done.cancelled() and done.exception() is not None:
+                log.warning("%s: close() failed: %r", self._name, done.exception())
+        closing.add_done_callback(closed)
+        if thread.in_listener():
+            return  # the rebalance waits for this listener: close() comes after it
+        budget_s = (timeout_ms if timeout_ms is not None else CLOSE_TIMEOUT_MS) / 1000 + STOP_GRACE_S
+        try:
+            await asyncio.wait_for(asyncio.shield(stopped), budget_s)
+        except asyncio.TimeoutError:
+            log.warning("%s: stop() gave up after %.0f s: the consumer thread is still busy (it closes "
+                        "the consumer when it is done)", self._name, budget_s)
+            self._state = "stopped"
 
     async def __aenter__(self) -> AsyncGroupConsumer:
         await self.start()
@@ -166,16 +207,17 @@ class AsyncGroupConsumer:
 
     def _running(self) -> tuple[GroupConsumer, AnyThreadAccess, ConsumerThread]:
         # a listener that stop() calls (it revokes the partitions, as Java) may still use the consumer
-        inside_stop = (self._state == "stopping" and self._thread is not None
-                       and asyncio.current_task() in self._thread.listener_tasks)
+        inside_stop = self._state == "stopping" and self._thread is not None and self._thread.in_listener()
         if self._state in ("stopping", "stopped") and not inside_stop:
             raise ConsumerStoppedError("the consumer is stopped")
         if self._consumer is None or self._access is None or self._thread is None:
             raise IllegalStateError("the consumer is not started: await start() first")
+        return self._consumer, self._access, self._thread
+
+    def _raise_pending(self) -> None:
         error, self._pending_error = self._pending_error, None
         if error is not None:
             raise error
-        return self._consumer, self._access, self._thread
 
     def _fetch_jobs(self) -> FetchJobs:
         assert self._fetches is not None  # set by start(), which _running() checked
@@ -183,17 +225,14 @@ class AsyncGroupConsumer:
 
     def _not_in_listener(self, method: str) -> None:
         thread = self._thread
-        if thread is not None and asyncio.current_task() in thread.listener_tasks:
+        if thread is not None and thread.in_listener():
             raise IllegalStateError(f"{method}() inside a rebalance listener: the rebalance waits for the "
                                     "listener, which would wait for the rebalance")
 
-    def _group(self, method: str) -> None:
-        if self._group_id is None:
-            raise IllegalOperation(f"{method}() needs a group_id: offsets are committed to a group")
-
-    async def _job(self, run: Callable[[GroupConsumer], T], nested: bool = True) -> T:
+    async def _job(self, run: Callable[[GroupConsumer], T]) -> T:
+        """A call a listener may await too (nested: it runs while the rebalance waits)."""
         consumer, _, thread = self._running()
-        return await thread.submit(lambda: run(consumer), nested=nested)
+        return await thread.submit(lambda: run(consumer), nested=True)
 
     # -- records -------------------------------------------------------------------------
     async def getmany(self, *partitions: TopicPartition, timeout_ms: int = 0,
@@ -210,6 +249,8 @@ class AsyncGroupConsumer:
             raise ConfigurationError(f"timeout_ms must be a non-negative number, not {timeout_ms!r}")
         limit = max_records if max_records is not None else self._getmany_limit
         fetches = self._fetch_jobs()
+        access.note_application_poll()  # max_poll_interval_ms counts between these calls, as aiokafka's
+        self._raise_pending()
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
             records = self._buffer.take(access, limit, only)
@@ -219,14 +260,14 @@ class AsyncGroupConsumer:
             remaining = deadline - time.monotonic()
             fetch = fetches.fetch(max(0, int(remaining * 1000)))
             try:
-                await asyncio.wait_for(asyncio.shield(fetch), max(remaining, 0) + POLL_SLICE_MS / 1000)
+                await asyncio.wait_for(asyncio.shield(fetch), max(remaining, 0))
             except asyncio.TimeoutError:
                 pass
-            if self._state == "running":
-                self._running()  # a fetch's error, raised now
-            records = self._buffer.take(access, limit, only)
-            # stopped while waiting: what it has (as aiokafka); the next call raises
-            if records or time.monotonic() >= deadline or self._state != "running":
+            if self._state != "running":
+                return {}  # stopped while waiting (as aiokafka); stop() committed what was handed out
+            self._raise_pending()
+            if time.monotonic() >= deadline:
+                records = self._buffer.take(access, limit, only)
                 if records:
                     fetches.prefetch()
                 return records
@@ -237,13 +278,15 @@ class AsyncGroupConsumer:
         self._not_in_listener("getone")
         only = {check_partition(tp) for tp in partitions}
         fetches = self._fetch_jobs()
+        access.note_application_poll()
         while True:
+            self._raise_pending()
             records = self._buffer.take(access, 1, only)
             if records:
                 fetches.prefetch()
                 return next(iter(records.values()))[0]
             await asyncio.shield(fetches.fetch(1000))
-            self._running()
+            self._running()  # ConsumerStoppedError once stopped: async for ends
 
     def __aiter__(self) -> AsyncGroupConsumer:
         if self._state == "stopped":  # as aiokafka; a loop running when stop() comes ends instead
@@ -277,10 +320,10 @@ class AsyncGroupConsumer:
             self._initial = (names, pattern, listener)
             return
         _, access, thread = self._running()
-        if access.assignment() and not access.is_group_subscribed():
+        if self._membership_jobs == 0 and access.assignment() and not access.is_group_subscribed():
             raise IllegalStateError("subscribe() after assign(): call unsubscribe() first")
         bridged = LoopListener(listener, thread) if listener is not None else None
-        self._background(lambda c: c.subscribe(list(names), pattern=pattern, listener=bridged))
+        self._membership(lambda c: c.subscribe(list(names), pattern=pattern, listener=bridged))
 
     def subscription(self) -> set[str]:
         """The topics subscribed to (a pattern's matches so far); empty when not subscribed."""
@@ -297,7 +340,8 @@ class AsyncGroupConsumer:
             return
         self._running()
         self._buffer.drop()
-        self._background(lambda c: c.unsubscribe())
+        self._assign_after = None
+        self._membership(lambda c: c.unsubscribe())
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Consume exactly these partitions, outside any group's assignment."""
@@ -308,147 +352,43 @@ class AsyncGroupConsumer:
             self._initial_assign = wanted
             return
         _, access, _ = self._running()
-        if access.is_group_subscribed():
+        if self._membership_jobs == 0 and access.is_group_subscribed():
             raise IllegalStateError("assign() after subscribe(): call unsubscribe() first")
         self._buffer.drop(access.assignment() - wanted)
         if not wanted:  # as aiokafka and kafka-python: assigning nothing is unsubscribing
             self.unsubscribe()
             return
+        if self._membership_jobs:
+            # behind an unsubscribe() still queued, which would undo it: queued too, in order
+            self._assign_after = wanted
+            self._membership(lambda c: c.assign(wanted))
+            return
         access.assign(wanted)  # at once, as aiokafka: pause() or seek() may follow
 
-    def _background(self, run: Callable[[GroupConsumer], Any]) -> None:
-        """A job nobody awaits: its error is raised by the next call (never dropped)."""
+    def _membership(self, run: Callable[[GroupConsumer], Any]) -> None:
+        """subscribe()/unsubscribe(): a job nobody awaits, run in order with the fetches (not
+        inside a rebalance); its error is raised by the next getmany()/getone()."""
         consumer, _, thread = self._running()
-        future = thread.submit(lambda: run(consumer), nested=True)
+        future = thread.submit(lambda: run(consumer))
+        self._membership_jobs += 1
 
-        def keep_error(done: asyncio.Future[Any]) -> None:
-            error = None if done.cancelled() else done.exception()
+        def done(finished: asyncio.Future[Any]) -> None:
+            self._membership_jobs -= 1
+            error = None if finished.cancelled() else finished.exception()
             if error is not None:
-                self._keep_error(error)
-        future.add_done_callback(keep_error)
-
-    def _keep_error(self, error: BaseException) -> None:
-        """An error of a job nobody awaits (subscribe(), a fetch): raised by the next call, so
-        that it is never lost."""
-        log.info("%s: %r (raised by the next call)", self._name, error)
-        if self._pending_error is None:
-            self._pending_error = error
+                log.error("%s: %r (raised by the next getmany() or getone())", self._name, error)
+                self._pending_error = self._pending_error or error
+            if self._membership_jobs == 0:
+                self._assign_after = None
+        future.add_done_callback(done)
 
     def assignment(self) -> set[TopicPartition]:
-        """The partitions this consumer owns now."""
+        """The partitions this consumer owns now (or was told to assign)."""
         if self._initial_assign is not None:
             return set(self._initial_assign)
+        if self._assign_after is not None:
+            return set(self._assign_after)
         return set() if self._access is None else self._access.assignment()
-
-    # -- positions -----------------------------------------------------------------------
-    def seek(self, partition: TopicPartition, offset: int) -> None:
-        """Read ``partition`` from ``offset``: records fetched before are not returned."""
-        _, access, _ = self._running()
-        access.seek(partition, offset)
-        self._buffer.drop({partition})
-
-    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
-        """Read the partitions (all owned if none is given) from their first offset."""
-        await self._job(lambda c: c.seek_to_beginning(*partitions))
-        self._buffer.drop(set(partitions) or None)
-
-    async def seek_to_end(self, *partitions: TopicPartition) -> None:
-        """Read the partitions (all owned if none is given) from their end."""
-        await self._job(lambda c: c.seek_to_end(*partitions))
-        self._buffer.drop(set(partitions) or None)
-
-    async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
-        """Read the partitions (all owned if none is given) from their committed offsets; the
-        offsets found (None where none is committed: that partition keeps its position)."""
-        _, access, _ = self._running()
-        wanted = [check_partition(tp) for tp in partitions] or sorted(access.assignment())
-        found: dict[TopicPartition, int | None] = {}
-        for tp in wanted:
-            offset = await self.committed(tp)
-            found[tp] = offset
-            if isinstance(offset, int):
-                self.seek(tp, offset)
-        return found
-
-    async def position(self, partition: TopicPartition) -> int:
-        """The offset of the next record this consumer returns of ``partition``."""
-        partition = check_partition(partition)
-        _, access, _ = self._running()
-        buffered = self._buffer.first_offset(partition)
-        if buffered is not None and partition in access.assignment():
-            return buffered
-        return await self._job(lambda c: c.position(partition))
-
-    def pause(self, *partitions: TopicPartition) -> None:
-        """Return and fetch none of these partitions' records until resume(); kept in the group."""
-        self._running()[1].pause(partitions)
-
-    def resume(self, *partitions: TopicPartition) -> None:
-        """Fetch the paused partitions again."""
-        self._running()[1].resume(partitions)
-
-    def paused(self) -> set[TopicPartition]:
-        """The owned partitions that are paused."""
-        return set() if self._access is None else self._access.paused()
-
-    def highwater(self, partition: TopicPartition) -> int | None:
-        """The partition's high watermark from the last fetch answer (None before one)."""
-        return None if self._access is None else self._access.highwater(partition)
-
-    def last_stable_offset(self, partition: TopicPartition) -> int | None:
-        """The partition's last stable offset from the last fetch answer (None before one)."""
-        return None if self._access is None else self._access.last_stable_offset(partition)
-
-    def last_poll_timestamp(self, partition: TopicPartition) -> int | None:
-        """When (epoch milliseconds) the last fetch answer for the partition came."""
-        return None if self._access is None else self._access.last_fetch_ms(partition)
-
-    # -- offsets and the cluster -----------------------------------------------------------
-    async def commit(self, offsets: dict[TopicPartition, Any] | None = None) -> None:
-        """Commit what was returned (default) or ``offsets``: ``{tp: offset}``, ``{tp: (offset,
-        metadata)}`` or ``{tp: OffsetAndMetadata}``.  CommitFailedError if the group moved on."""
-        self._group("commit")
-        if offsets is None:
-            await self._job(lambda c: c.commit())
-            return
-        if not isinstance(offsets, dict):
-            raise ValueError(f"offsets must be a dict of TopicPartition to offsets, not {offsets!r}")
-        converted = {check_partition(tp): _offset(value) for tp, value in offsets.items()}
-        _, access, _ = self._running()
-        foreign = set(converted) - access.assignment()
-        if foreign:  # as aiokafka
-            raise IllegalStateError(f"commit() of partitions this consumer does not own: {sorted(foreign)}")
-        await self._job(lambda c: c.commit(converted))
-
-    async def committed(self, partition: TopicPartition) -> int | None:
-        """The group's committed offset of ``partition`` (None if none)."""
-        partition = check_partition(partition)
-        self._group("committed")
-        found = await self._job(lambda c: c.committed(partition))
-        return found if isinstance(found, int) else None
-
-    async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """The offset after the last record of each partition."""
-        wanted = list(partitions)
-        return await self._job(lambda c: c.end_offsets(wanted))
-
-    async def beginning_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """The first offset of each partition."""
-        wanted = list(partitions)
-        return await self._job(lambda c: c.beginning_offsets(wanted))
-
-    async def offsets_for_times(self, timestamps: dict[TopicPartition, int]) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        """The first offset at or after each timestamp (None past the end)."""
-        wanted = dict(timestamps)
-        return await self._job(lambda c: c.offsets_for_times(wanted))
-
-    async def topics(self) -> set[str]:
-        """Every topic of the cluster (asked now)."""
-        return await self._job(lambda c: c.topics())
-
-    def partitions_for_topic(self, topic: str) -> set[int] | None:
-        """The topic's partitions as the metadata known now has them (None if unknown)."""
-        return None if self._access is None else self._access.partitions_for_topic(topic)
 
     # -- groupclient's own -----------------------------------------------------------------
     def group_metadata(self) -> GroupMetadata:
@@ -466,12 +406,9 @@ class AsyncGroupConsumer:
         return f"<AsyncGroupConsumer {self._state} {inner}>"
 
 
-def _offset(value: Any) -> OffsetAndMetadata:
-    """aiokafka's commit forms: an int, (offset, metadata) or an OffsetAndMetadata."""
-    if isinstance(value, OffsetAndMetadata):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return OffsetAndMetadata(value, "", -1)
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], int) and isinstance(value[1], str):
-        return OffsetAndMetadata(value[0], value[1], -1)
-    raise ValueError(f"an offset to commit is an int, (offset, metadata) or OffsetAndMetadata, not {value!r}")
+def _close_if_built(building: asyncio.Future[GroupConsumer]) -> None:
+    """A consumer whose start() failed or was cancelled after it was built is closed."""
+    if not building.cancelled() and building.exception() is None:
+        consumer = building.result()
+        threading.Thread(target=consumer.close, kwargs={"autocommit": False}, daemon=True,
+                         name="groupclient-aio-close").start()

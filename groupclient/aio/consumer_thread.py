@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import inspect
 import logging
 import threading
@@ -34,6 +35,9 @@ log = logging.getLogger("groupclient.aio")
 T = TypeVar("T")
 
 LISTENER_WAIT_SLICE_S = 0.1  # how often a wait for the loop looks whether the loop is gone
+
+# the ConsumerThread whose rebalance listener the current task (or a task it started) runs for
+_LISTENER_OF: contextvars.ContextVar[ConsumerThread | None] = contextvars.ContextVar("listener_of", default=None)
 
 
 @dataclass
@@ -54,7 +58,6 @@ class ConsumerThread:
         self._cond = threading.Condition()  # guards _jobs and _closed; never held around a job
         self._jobs: deque[Job[Any]] = deque()
         self._closed = False
-        self.listener_tasks: set[asyncio.Task[Any]] = set()  # loop thread only
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
         self._thread.start()
 
@@ -69,6 +72,11 @@ class ConsumerThread:
             self._jobs.append(job)
             self._cond.notify_all()
         return future
+
+    def in_listener(self) -> bool:
+        """On the loop: whether the running task is one of this thread's listener calls (or a task
+        one started: the context is inherited)."""
+        return _LISTENER_OF.get() is self
 
     def has_waiting_jobs(self) -> bool:
         """Whether jobs are queued (a long job gives way to them)."""
@@ -122,19 +130,19 @@ class ConsumerThread:
         done = concurrent.futures.Future[Any]()
 
         async def on_loop() -> None:
-            task = asyncio.current_task()
-            if task is not None:
-                self.listener_tasks.add(task)
+            _LISTENER_OF.set(self)  # this task's own context (create_task copied it)
             try:
                 result = call()
                 if inspect.isawaitable(result):
                     result = await result
                 done.set_result(result)
+            except asyncio.CancelledError:
+                # an Exception for the rebalance code, which goes on (a BaseException would
+                # break it off half-way): the listener's error, raised from the next call
+                done.set_exception(ConsumerStoppedError("the rebalance listener's task was cancelled"))
             except BaseException as exc:
                 done.set_exception(exc)
             finally:
-                if task is not None:
-                    self.listener_tasks.discard(task)
                 with self._cond:
                     self._cond.notify_all()
 

@@ -5,11 +5,13 @@ A fetch job polls in slices of POLL_SLICE_MS until records come (or its time is 
 stops, or another job waits for the thread), then goes on draining what is already fetched, one
 ``max_poll_records`` batch per poll, up to FETCH_BATCHES batches or ``fetch_max_bytes`` of keys
 and values: each hand-off to the loop costs thread switches, so fewer, larger ones are faster
-(500 records a job: 0.72x the sync consumer's rate; 4000: 0.93-0.99x, benchmarks/throughput.py).
+(500 records a job ran at 0.72x the sync consumer's rate, 2000 to 4000 at 0.8-0.9x: the same
+run, 100 B records; the rest is two threads sharing the interpreter lock).
 One job at a time; after handing records out the consumer starts the next (a prefetch) while
 the application handles them, unless the buffer holds half a job already.  Whoever awaits a job
-(a caller that is then cancelled, or nobody for a prefetch), its records land in the buffer and
-its error is kept for the next call.
+(a caller that is then cancelled, or nobody for a prefetch), its records land in the buffer,
+followed by its error if it failed.  A partition of which the buffer holds a whole job's worth is
+held (not fetched) meanwhile: a ``getmany()`` of other partitions cannot fill memory with it.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from .consumer_thread import ConsumerThread
 from .record_buffer import RecordBuffer, Records
 
 POLL_SLICE_MS = 100  # so stop(), a cancellation or a waiting commit end a fetch soon
-FETCH_BATCHES = 8  # max_poll_records batches a job decodes at most (see the module doc)
+FETCH_BATCHES = 4  # max_poll_records batches a job decodes at most (see the module doc)
 
 Chunk = tuple[Records, dict[TopicPartition, DeliveryTag], int]  # records, their tags, key+value bytes
 
@@ -35,12 +37,11 @@ class FetchJobs:
     """Starts fetch jobs on the consumer thread and lands their records in the buffer."""
 
     def __init__(self, consumer: GroupConsumer, thread: ConsumerThread, buffer: RecordBuffer,
-                 running: Callable[[], bool], keep_error: Callable[[BaseException], None]) -> None:
+                 running: Callable[[], bool]) -> None:
         self._consumer = consumer
         self._thread = thread
         self._buffer = buffer
         self._running = running  # read by the consumer thread too: a bool read
-        self._keep_error = keep_error
         self._poll_records = int(consumer.config["max_poll_records"])
         self._max_records = FETCH_BATCHES * self._poll_records
         self._max_bytes = int(consumer.config["fetch_max_bytes"])
@@ -58,6 +59,8 @@ class FetchJobs:
         through ``asyncio.shield``: it is shared."""
         if self._in_flight is not None and not self._in_flight.done():
             return self._in_flight
+        full = {tp for tp, count in self._buffer.counts().items() if count >= self._max_records}
+        self._consumer._any_thread.hold(full)
         self._in_flight = self._thread.submit(lambda: self._poll(timeout_ms), on_result=self._landed)
         return self._in_flight
 
@@ -76,6 +79,9 @@ class FetchJobs:
                     return chunks, None
             count, size = _count(chunk), chunk[2]
             while count < self._max_records and size < self._max_bytes and not self._should_yield():
+                # let the loop in between two polls (a poll decodes one batch, ~1 ms of 100 B
+                # records): without it the loop waits out the interpreter's 5 ms switch interval
+                time.sleep(0)
                 chunk = self._poll_once(0)
                 if chunk is None:
                     break
@@ -104,7 +110,7 @@ class FetchJobs:
         for records, tags, size in chunks:
             self._buffer.add(records, tags, size)
         if error is not None:
-            self._keep_error(error)
+            self._buffer.add_error(error)
 
 
 def _size(record: ConsumerRecord) -> int:

@@ -1,7 +1,9 @@
 """Records the consumer thread fetched and the application has not been given yet (loop thread only).
 
 A fetch job's records land here on the loop even when the ``getmany()`` that asked for them was
-cancelled, so the next call returns them: cancelling loses nothing.  They are handed out in
+cancelled, so the next call returns them: cancelling loses nothing.  A fetch's error lands after
+the records drained before it, and is raised when it is reached (a deserializer's error after the
+records before the bad one).  They are handed out in
 fetch order per partition, and only through :meth:`AnyThreadAccess.take_delivery`, which refuses
 records whose partition was lost, reassigned or seeked since they were drained (and makes
 commits cover the ones it lets through).
@@ -21,6 +23,11 @@ Records = dict[TopicPartition, list[ConsumerRecord]]
 
 
 @dataclass
+class _Error:
+    error: BaseException
+
+
+@dataclass
 class _Batch:
     tp: TopicPartition
     tag: DeliveryTag
@@ -33,7 +40,7 @@ class RecordBuffer:
     """Fetched, undelivered records, per partition in order (see the module doc)."""
 
     def __init__(self) -> None:
-        self._batches: deque[_Batch] = deque()
+        self._batches: deque[_Batch | _Error] = deque()
 
     def add(self, records: Records, tags: dict[TopicPartition, DeliveryTag], size: int) -> None:
         """What one poll drained (a partition without a tag was not drained: left out), with
@@ -44,38 +51,52 @@ class RecordBuffer:
             if batch and tag is not None:
                 self._batches.append(_Batch(tp, tag, batch, size * len(batch) // total))
 
+    def add_error(self, error: BaseException) -> None:
+        """A fetch's error, raised by take() once the records before it are handed out."""
+        self._batches.append(_Error(error))
+
     def __len__(self) -> int:
-        return sum(len(b.records) - b.start for b in self._batches)
+        return sum(len(b.records) - b.start for b in self._batches if isinstance(b, _Batch))
 
     def bytes(self) -> int:
         """About how many bytes of keys and values it holds."""
-        return sum(b.size * (len(b.records) - b.start) // len(b.records) for b in self._batches)
+        return sum(b.size * (len(b.records) - b.start) // len(b.records) for b in self._batches
+                   if isinstance(b, _Batch))
+
+    def counts(self) -> dict[TopicPartition, int]:
+        """Records held per partition."""
+        held: dict[TopicPartition, int] = {}
+        for b in self._batches:
+            if isinstance(b, _Batch):
+                held[b.tp] = held.get(b.tp, 0) + len(b.records) - b.start
+        return held
 
     def drop(self, partitions: Collection[TopicPartition] | None = None) -> None:
         """Forget the records of these partitions (all with None): seeked, or given up."""
         if partitions is None:
-            self._batches.clear()
+            self._batches = deque(b for b in self._batches if isinstance(b, _Error))
         else:
-            self._batches = deque(b for b in self._batches if b.tp not in partitions)
-
-    def first_offset(self, tp: TopicPartition) -> int | None:
-        """The offset of the next record this buffer would give of ``tp``."""
-        for batch in self._batches:
-            if batch.tp == tp:
-                return batch.records[batch.start].offset
-        return None
+            self._batches = deque(b for b in self._batches if isinstance(b, _Error) or b.tp not in partitions)
 
     def take(self, access: AnyThreadAccess, limit: int | None, only: Collection[TopicPartition] = ()) -> Records:
         """Up to ``limit`` records (None: all), of the partitions in ``only`` (empty: any), none
-        of a paused partition, each batch's part checked and delivered through ``access``."""
+        of a paused partition, each batch's part checked and delivered through ``access``.  A
+        fetch error reached with nothing to return is raised (and forgotten)."""
         result: Records = {}
         if not self._batches:
             return result
         paused = access.paused()
         remaining = limit if limit is not None else -1
-        kept: deque[_Batch] = deque()
+        kept: deque[_Batch | _Error] = deque()
         while self._batches and remaining != 0:
             batch = self._batches.popleft()
+            if isinstance(batch, _Error):
+                if result:  # the records before it first; the error with the next call
+                    self._batches.appendleft(batch)
+                    break
+                kept.extend(self._batches)
+                self._batches = kept
+                raise batch.error
             if batch.tp in paused or (only and batch.tp not in only):
                 kept.append(batch)
                 continue

@@ -8,6 +8,8 @@ is inside ``poll()``, and the records that poll drains are handed out only if
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..network.client import NetworkClient
 from ..structs import TopicPartition
 from ..errors import ConfigurationError
@@ -19,10 +21,25 @@ from .subscription import DeliveryTag, SubscriptionState
 class AnyThreadAccess:
     """Assigning, seeks, pauses and reads of a consumer's partitions, callable from any thread."""
 
-    def __init__(self, subscription: SubscriptionState, fetcher: Fetcher, client: NetworkClient) -> None:
+    def __init__(self, subscription: SubscriptionState, fetcher: Fetcher, client: NetworkClient,
+                 note_poll: Callable[[], None] = lambda: None) -> None:
         self._subscription = subscription
         self._fetcher = fetcher
         self._client = client
+        self._note_poll = note_poll
+
+    def note_application_poll(self) -> None:
+        """The application asked for records: max_poll_interval_ms starts again (the member's
+        lock; a member that left for not polling joins again)."""
+        self._note_poll()
+
+    def hold(self, partitions: set[TopicPartition]) -> None:
+        """Fetch none of these (the caller buffers plenty of their records) until the next hold()."""
+        self._subscription.hold(partitions)
+
+    def delivered(self, partition: TopicPartition) -> int | None:
+        """The offset of the next record to hand out of ``partition`` (None while unknown)."""
+        return self._subscription.delivered(check_partition(partition))
 
     def assign(self, partitions: set[TopicPartition]) -> None:
         """As GroupConsumer.assign() of a non-empty set (IllegalStateError after subscribe())."""

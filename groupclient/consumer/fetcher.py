@@ -272,7 +272,7 @@ class Fetcher:
         result: dict[TopicPartition, list[ConsumerRecord]] = {}
         tags = self.tags = {}
         remaining = max_records
-        paused = self.subscription.paused()
+        paused = self.subscription.not_drained()
         kept: list[CompletedFetch] = []
         failed: CompletedFetch | None = None
         while remaining > 0:
@@ -297,6 +297,9 @@ class Fetcher:
             tag = records and self.subscription.advance(tp, position, records[-1].offset + 1, delivered,
                                                         records[-1].leader_epoch)
             if tag:
+                if tags.get(tp, tag) != tag:
+                    # the application seeked while this call drained: what came before is void
+                    del result[tp]
                 tags[tp] = tag
                 result.setdefault(tp, []).extend(records)
                 remaining -= len(records)

@@ -155,7 +155,7 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         if cfg["group_id"] is not None:
             self._build_group(cfg)
         self._iterator: Iterator[ConsumerRecord] | None = None
-        self._any_thread = AnyThreadAccess(self._subscription, self._fetcher, self._client)
+        self._any_thread = AnyThreadAccess(self._subscription, self._fetcher, self._client, self._note_poll)
         if cfg["api_version"] is None:
             # kafka-python's constructor fails when no broker answers within bootstrap_timeout_ms
             try:
@@ -316,6 +316,11 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
                 records = self._interceptors.on_consume(records)
             return records
 
+    def _note_poll(self) -> None:
+        """groupclient.aio: the application asked for records (any thread: the member's lock)."""
+        if self._member is not None:
+            self._member.poll_heartbeat(self._clock.monotonic_ms())
+
     def _poll_undelivered(self, timeout_ms: int, max_records: int) -> tuple[Records, dict[TopicPartition, DeliveryTag]]:
         """For groupclient.aio: poll() that leaves the records undelivered (commits do not cover
         them) until ``self._any_thread.take_delivery`` hands them out, with each partition's
@@ -328,11 +333,13 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         while True:
             self._raise_pending()
             ready = self._poll_group(timer)
+            # a listener's error (it ran inside _poll_group) is raised before records are drained:
+            # after, it would lose them (their positions moved, and with them the commits)
+            self._raise_pending()
             if ready and self._positions_known_in_time(timer):
                 records = self._fetcher.fetched_records(limit, delivered)
                 self._fetcher.send_fetches()
                 if records:
-                    self._raise_pending()
                     return records
             # wait for network events: a fetch answer comes within fetch_max_wait_ms, and
             # wakeup() or another thread's send interrupts the wait at once
@@ -484,6 +491,7 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         if member is None or not self._subscription.is_group_subscribed():
             return
         owned = self._subscription.assigned() | self._subscription.take_lost()
+        self._subscription.fence(owned)
         if owned:
             # not stable: the group may have moved on without this member, so it must not commit
             stable = member.generation_if_stable() is not None
@@ -506,7 +514,9 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
             timer = Timer(self._clock, budget)
             try:
                 group = self._committer
-                # commit while the heartbeat thread still keeps the member in the group
+                # commit while the heartbeat thread still keeps the member in the group, all that
+                # was handed out: nothing more is from now (groupclient.aio's buffer)
+                self._subscription.fence(self._subscription.assigned())
                 offsets = self._subscription.consumed_offsets()
                 if autocommit and group is not None and self.config["enable_auto_commit"] and offsets:
                     try:

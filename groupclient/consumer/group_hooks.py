@@ -139,6 +139,13 @@ class ConsumerGroupHooks:
         """Before a JoinGroup (Java's onJoinPrepare): commit what the application was given, then
         give partitions up: all of them under EAGER; under COOPERATIVE only those of topics no
         longer subscribed, unless the generation was lost, when all of them are lost."""
+        # what this join gives up is fenced before the commit, so that the commit covers all
+        # that was handed out of it (groupclient.aio hands records out while the listener runs)
+        owned_before = self.subscription.assigned()
+        if self.protocol is RebalanceProtocol.COOPERATIVE and generation.generation_id >= 0:
+            self.subscription.fence({tp for tp in owned_before if tp.topic not in self.subscription.topics})
+        else:
+            self.subscription.fence(owned_before)
         if self.committer.enable_auto_commit and generation.generation_id >= 0:
             if not self._commit_before_rebalance(timer):
                 return False
@@ -207,6 +214,7 @@ class ConsumerGroupHooks:
         owned = self.subscription.assigned()
         revoked = owned - partitions
         if revoked:
+            self.subscription.fence(revoked)
             # COOPERATIVE: the new generation gives these to nobody yet, so what the application
             # was given of them since the commit before the join (it went on consuming) is
             # committed now, and the listener may still commit for them; they are dropped right

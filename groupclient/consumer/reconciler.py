@@ -73,6 +73,7 @@ class Reconciler:
         epoch = self.subscription.losses()
         owned = self.subscription.assigned()
         revoked, added = owned - assigned, assigned - owned
+        self.subscription.fence(revoked)  # before the commit: it covers all that was handed out
         self._commit_before(timer)
         if revoked:
             self.listener_calls.call("on_partitions_revoked", revoked)

@@ -27,9 +27,9 @@ class SubscriptionType(enum.Enum):
 # every PartitionState gets its own number: a partition lost and assigned again is a new one
 _INCARNATIONS = itertools.count(1)
 
-# (incarnation, application seeks) of a partition when records were drained from the fetcher:
-# records handed out later (groupclient.aio buffers them) are still the partition's next ones
-# only while it is the same (see SubscriptionState.take_delivery)
+# (incarnation, voids) of a partition when records were drained from the fetcher: records handed
+# out later (groupclient.aio buffers them) are still the partition's next ones only while it is
+# the same (see SubscriptionState.take_delivery)
 DeliveryTag = tuple[int, int]
 
 
@@ -44,12 +44,17 @@ class PartitionState:
     # as kafka-python and Java do (KIP-320)
     delivered_epoch: int | None = None
     paused: bool = False
+    # not fetched nor drained for now, without the application's pause: groupclient.aio holds a
+    # partition whose records it already buffers plenty of
+    held: bool = False
     reset_requested: str | None = None  # "earliest" / "latest" when the position must be reset
     high_watermark: int | None = None
     last_stable_offset: int | None = None
     last_fetch_ms: int | None = None  # when the last fetch answer for the partition came
     incarnation: int = field(default_factory=lambda: next(_INCARNATIONS))
-    app_seeks: int = 0  # seek() and seek_to_*() of the application: each voids records drained before
+    # the application's seeks, offset resets and fences (a revocation under way): each voids the
+    # records drained before it
+    voids: int = 0
 
 
 class SubscriptionState:
@@ -198,7 +203,7 @@ class SubscriptionState:
             state = self._state_unless_lost(tp)
             if state is not None:
                 _seek(state, offset, leader_epoch)
-                state.app_seeks += 1
+                state.voids += 1
 
     def seek_to_committed(self, tp: TopicPartition, offset: int, leader_epoch: int | None) -> bool:
         """Start from the committed offset, unless the partition was taken away or given a
@@ -233,7 +238,23 @@ class SubscriptionState:
             state.position = new_position
             if delivered:
                 state.delivered, state.delivered_epoch = new_position, epoch
-            return state.incarnation, state.app_seeks
+            return state.incarnation, state.voids
+
+    def fence(self, partitions: set[TopicPartition]) -> None:
+        """These partitions are about to be given up (revoked, lost, the consumer closing):
+        records drained from them before are not handed out any more.  Called before the commit
+        of what was consumed, so that it covers everything handed out."""
+        with self._lock:
+            for tp in partitions:
+                state = self._assignment.get(tp)
+                if state is not None:
+                    state.voids += 1
+
+    def delivered(self, tp: TopicPartition) -> int | None:
+        """The offset of the next record to hand out (None while the position is unknown)."""
+        with self._lock:
+            state = self._state_unless_lost(tp)
+            return None if state is None else state.delivered
 
     def take_delivery(self, tp: TopicPartition, tag: DeliveryTag, first: int, last: int, epoch: int | None) -> bool:
         """Records ``first``..``last`` drained with ``tag`` go to the application now, if the
@@ -241,12 +262,12 @@ class SubscriptionState:
         and they were not given already; whether they do.  Commits then cover them."""
         with self._lock:
             state = self._assignment.get(tp)
-            if state is None or (state.incarnation, state.app_seeks) != tag:
+            if state is None or (state.incarnation, state.voids) != tag:
                 return False
             if state.delivered is not None:
-                if last < state.delivered:
+                if first < state.delivered:  # given already, or not the records that come next
                     return False
-                state.delivered, state.delivered_epoch = max(state.delivered, last + 1), epoch
+                state.delivered, state.delivered_epoch = last + 1, epoch
             return True
 
     def mark_delivered(self, tp: TopicPartition, offset: int, epoch: int | None = None) -> bool:
@@ -272,7 +293,6 @@ class SubscriptionState:
                 state = self._assignment.get(tp)
                 if state is not None:
                     _request_reset(state, strategy)
-                    state.app_seeks += 1
 
     def reset_if_missing(self, tp: TopicPartition) -> bool:
         """Reset to auto_offset_reset a partition still assigned and still without a position
@@ -341,7 +361,7 @@ class SubscriptionState:
     def fetchable(self) -> list[tuple[TopicPartition, int]]:
         with self._lock:
             return [(tp, s.position) for tp, s in self._assignment.items()
-                    if s.position is not None and not s.paused]
+                    if s.position is not None and not s.paused and not s.held]
 
     def consumed_offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
         """What the application was given of each owned partition, as offsets to commit."""
@@ -371,6 +391,17 @@ class SubscriptionState:
         with self._lock:
             return {tp for tp, s in self._assignment.items() if s.paused}
 
+    def hold(self, partitions: set[TopicPartition]) -> None:
+        """Fetch and drain none of these (and every other again) until the next hold()."""
+        with self._lock:
+            for tp, state in self._assignment.items():
+                state.held = tp in partitions
+
+    def not_drained(self) -> set[TopicPartition]:
+        """The partitions whose fetched records stay in the fetcher: paused or held."""
+        with self._lock:
+            return {tp for tp, s in self._assignment.items() if s.paused or s.held}
+
 
 def _seek(state: PartitionState, offset: int, leader_epoch: int | None) -> None:
     state.position, state.leader_epoch, state.reset_requested = offset, leader_epoch, None
@@ -380,6 +411,7 @@ def _seek(state: PartitionState, offset: int, leader_epoch: int | None) -> None:
 def _request_reset(state: PartitionState, strategy: str) -> None:
     state.reset_requested = strategy
     state.position = state.delivered = None
+    state.voids += 1  # records drained before the reset are not the ones that come next
 
 
 def _epoch(*candidates: int | None) -> int:

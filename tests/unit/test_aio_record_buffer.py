@@ -100,7 +100,7 @@ def test_only_the_partitions_asked_for_and_the_rest_stay_in_order() -> None:
     d.drain(T1, 2)
     d.drain(T0, 1)
     assert d.take(only={T1}) == {T1: [0, 1]}
-    assert d.buffer.first_offset(T0) == 0 and d.buffer.first_offset(T1) is None
+    assert d.buffer.counts() == {T0: 3}
     assert d.take(limit=2, only={T0}) == {T0: [0, 1]}
     assert d.take() == {T0: [2]}
 

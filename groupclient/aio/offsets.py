@@ -1,0 +1,169 @@
+"""AsyncGroupConsumer's positions, seeks, pauses, commits and cluster queries (a mixin).
+
+The methods that are not coroutines act at once from the loop through ``AnyThreadAccess`` (one
+step under the subscription's lock); the coroutines are jobs of the consumer thread, each bounded
+(API_TIMEOUT_MS, Java's default.api.timeout.ms) so that no job holds the thread for ever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from ..consumer.any_thread import AnyThreadAccess
+from ..consumer.group_consumer import GroupConsumer
+from ..consumer.queries import check_partition
+from ..errors import IllegalStateError
+from ..structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+from .consumer_thread import ConsumerThread
+from .errors import IllegalOperation
+from .record_buffer import RecordBuffer
+
+T = TypeVar("T")
+
+API_TIMEOUT_MS = 60_000  # commit(), committed(), position() and the look-ups: Java's default.api.timeout.ms
+
+
+class AsyncOffsets:
+    """Positions, seeks, pauses, commits and look-ups of AsyncGroupConsumer."""
+
+    _buffer: RecordBuffer
+    _access: AnyThreadAccess | None
+    _group_id: str | None
+
+    def _running(self) -> tuple[GroupConsumer, AnyThreadAccess, ConsumerThread]:
+        raise NotImplementedError
+
+    async def _job(self, run: Callable[[GroupConsumer], T]) -> T:
+        raise NotImplementedError
+
+    def _group(self, method: str) -> None:
+        if self._group_id is None:
+            raise IllegalOperation(f"{method}() needs a group_id: offsets are committed to a group")
+
+    # -- positions -------------------------------------------------------------------------
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        """Read ``partition`` from ``offset``: records fetched before are not returned."""
+        _, access, _ = self._running()
+        access.seek(partition, offset)
+        self._buffer.drop({partition})
+
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        """Read the partitions (all owned if none is given) from their first offset."""
+        self._buffer.drop(set(partitions) or None)  # before: what lands after the reset is good
+        await self._job(lambda c: c.seek_to_beginning(*partitions))
+
+    async def seek_to_end(self, *partitions: TopicPartition) -> None:
+        """Read the partitions (all owned if none is given) from their end."""
+        self._buffer.drop(set(partitions) or None)
+        await self._job(lambda c: c.seek_to_end(*partitions))
+
+    async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
+        """Read the partitions (all owned if none is given) from their committed offsets; the
+        offsets found (None where none is committed: that partition keeps its position)."""
+        _, access, _ = self._running()
+        wanted = [check_partition(tp) for tp in partitions] or sorted(access.assignment())
+        found: dict[TopicPartition, int | None] = {}
+        for tp in wanted:
+            offset = await self.committed(tp)
+            found[tp] = offset
+            if isinstance(offset, int):
+                self.seek(tp, offset)
+        return found
+
+    async def position(self, partition: TopicPartition) -> int:
+        """The offset of the next record this consumer returns of ``partition`` (looked up,
+        from the committed offset or auto_offset_reset, while unknown)."""
+        partition = check_partition(partition)
+        _, access, _ = self._running()
+        delivered = access.delivered(partition)  # UnassignedPartitionError if not owned
+        if delivered is not None:
+            return delivered
+        await self._job(lambda c: c.position(partition, timeout_ms=API_TIMEOUT_MS))
+        found = access.delivered(partition)
+        if found is None:
+            raise IllegalStateError(f"{partition} was reset again while its position was looked up")
+        return found
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        """Return and fetch none of these partitions' records until resume(); kept in the group."""
+        self._running()[1].pause(partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        """Fetch the paused partitions again."""
+        self._running()[1].resume(partitions)
+
+    def paused(self) -> set[TopicPartition]:
+        """The owned partitions that are paused."""
+        return set() if self._access is None else self._access.paused()
+
+    def highwater(self, partition: TopicPartition) -> int | None:
+        """The partition's high watermark from the last fetch answer (None before one)."""
+        return None if self._access is None else self._access.highwater(partition)
+
+    def last_stable_offset(self, partition: TopicPartition) -> int | None:
+        """The partition's last stable offset from the last fetch answer (None before one)."""
+        return None if self._access is None else self._access.last_stable_offset(partition)
+
+    def last_poll_timestamp(self, partition: TopicPartition) -> int | None:
+        """When (epoch milliseconds) the last fetch answer for the partition came."""
+        return None if self._access is None else self._access.last_fetch_ms(partition)
+
+    # -- offsets and the cluster -------------------------------------------------------------
+    async def commit(self, offsets: dict[TopicPartition, Any] | None = None) -> None:
+        """Commit what was returned (default) or ``offsets``: ``{tp: offset}``, ``{tp: (offset,
+        metadata)}`` or ``{tp: OffsetAndMetadata}``.  CommitFailedError if the group moved on;
+        KafkaTimeoutError after API_TIMEOUT_MS of retries."""
+        self._group("commit")
+        if offsets is None:
+            await self._job(lambda c: c.commit(timeout_ms=API_TIMEOUT_MS))
+            return
+        if not isinstance(offsets, dict):
+            raise ValueError(f"offsets must be a dict of TopicPartition to offsets, not {offsets!r}")
+        converted = {check_partition(tp): _offset(value) for tp, value in offsets.items()}
+        _, access, _ = self._running()
+        foreign = set(converted) - access.assignment()
+        if foreign:  # as aiokafka
+            raise IllegalStateError(f"commit() of partitions this consumer does not own: {sorted(foreign)}")
+        await self._job(lambda c: c.commit(converted, timeout_ms=API_TIMEOUT_MS))
+
+    async def committed(self, partition: TopicPartition) -> int | None:
+        """The group's committed offset of ``partition`` (None if none)."""
+        partition = check_partition(partition)
+        self._group("committed")
+        found = await self._job(lambda c: c.committed(partition, timeout_ms=API_TIMEOUT_MS))
+        return found if isinstance(found, int) else None
+
+    async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The offset after the last record of each partition."""
+        wanted = list(partitions)
+        return await self._job(lambda c: c.end_offsets(wanted, timeout_ms=API_TIMEOUT_MS))
+
+    async def beginning_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The first offset of each partition."""
+        wanted = list(partitions)
+        return await self._job(lambda c: c.beginning_offsets(wanted, timeout_ms=API_TIMEOUT_MS))
+
+    async def offsets_for_times(self, timestamps: dict[TopicPartition, int]) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """The first offset at or after each timestamp (None past the end)."""
+        wanted = dict(timestamps)
+        return await self._job(lambda c: c.offsets_for_times(wanted, timeout_ms=API_TIMEOUT_MS))
+
+    async def topics(self) -> set[str]:
+        """Every topic of the cluster (asked now)."""
+        return await self._job(lambda c: c.topics())
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        """The topic's partitions as the metadata known now has them (None if unknown)."""
+        return None if self._access is None else self._access.partitions_for_topic(topic)
+
+
+def _offset(value: Any) -> OffsetAndMetadata:
+    """aiokafka's commit forms: an int, (offset, metadata) or an OffsetAndMetadata."""
+    if isinstance(value, OffsetAndMetadata):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return OffsetAndMetadata(value, "", -1)
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], int) and isinstance(value[1], str):
+        return OffsetAndMetadata(value[0], value[1], -1)
+    raise ValueError(f"an offset to commit is an int, (offset, metadata) or OffsetAndMetadata, not {value!r}")
