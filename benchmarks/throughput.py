@@ -39,6 +39,15 @@ the selector's timeout rounding); per cell the medians over the runs, and the wo
 The watchdog's own wake-ups (up to 1000/s) cost both asyncio clients a little CPU; --no-loop-lag
 drops it.
 
+--gc-freeze (off by default): each worker calls gc.freeze() once, after its imports and the
+client's construction (and start()/subscribe()), before its first poll.  Why: a full (generation 2)
+garbage collection walks the whole import-time heap (the client, its codecs, asyncio, aiokafka)
+holding the GIL, which pauses every thread (the event loop, AsyncGroupConsumer's consumer thread,
+the poll loop) for 10-35 ms on this machine; gc.freeze() moves every object that exists then to a
+permanent generation that collections skip.  The results JSON (meta.args.gc_freeze, each cell's
+gc_freeze, each run's gc_freeze and gc_frozen) and the printed tables say whether it was on; every
+run also counts its garbage collections per generation over the steady span (steady_gc_collections).
+
 Settings are the clients' defaults: python clients max_poll_records 500 (--max-poll-records),
 fetch sizes default (fetch_max_bytes 50 MB, max_partition_fetch_bytes 1 MB; librdkafka the same plus
 its background prefetch of up to 64 MB), metadata_max_age_ms 5000 for every python client (a
@@ -216,7 +225,8 @@ def run_client(client: str, bootstrap: str, topic: str, records: int, broker_pid
         child = subprocess.Popen(
             [sys.executable, str(WORKER), client, bootstrap, topic, str(records), "--broker-pid", str(broker_pid),
              "--timeout-s", str(timeout_s), "--max-poll-records", str(args.max_poll_records),
-             "--confluent-config", json.dumps(args.confluent_config), *([] if args.loop_lag else ["--no-loop-lag"])],
+             "--confluent-config", json.dumps(args.confluent_config), *([] if args.loop_lag else ["--no-loop-lag"]),
+             *(["--gc-freeze"] if args.gc_freeze else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
         assert child.stdin is not None and child.stdout is not None
         result: dict[str, Any] = {"ok": False, "error": "interrupted"}
@@ -258,8 +268,10 @@ def run_cell(broker: str, bootstrap: str, broker_pid: int, topic: str, size: int
              args: argparse.Namespace) -> dict[str, Any]:
     records = int(min(max(args.mb * 1e6 / size, args.min_records), args.max_records))
     cell: dict[str, Any] = {"broker": broker, "size": size, "codec": codec, "partitions": partitions,
-                            "records": records, "topic": topic, "compression_ratio_est": compression_ratio(codec, size)}
-    print(f"[{broker}] {size} B {codec} p{partitions}: producing {records:,} records", flush=True)
+                            "records": records, "topic": topic, "compression_ratio_est": compression_ratio(codec, size),
+                            "gc_freeze": args.gc_freeze}
+    print(f"[{broker}] {size} B {codec} p{partitions}: producing {records:,} records"
+          f"{' (workers gc.freeze())' if args.gc_freeze else ''}", flush=True)
     cell["produce_s"] = produce(bootstrap, topic, partitions, codec, size, records)
     runs: dict[str, list[dict[str, Any]]] = {c: [] for c in args.clients}
     for run in range(args.runs):
@@ -273,6 +285,8 @@ def run_cell(broker: str, bootstrap: str, broker_pid: int, topic: str, size: int
             if result.get("loop_lag_max_ms") is not None:
                 shown += (f", loop lag p50 {result['loop_lag_p50_ms']:.2f} p99 {result['loop_lag_p99_ms']:.2f} "
                           f"max {result['loop_lag_max_ms']:.1f} ms")
+            if result.get("steady_gc_collections"):
+                shown += f", gen2 GCs {result['steady_gc_collections'][2]}"
             if result.get("longest_stall_s", 0) > 0.2:
                 shown += f" (no records for {result['longest_stall_s']:.2f} s at record {result['longest_stall_at']:,})"
             print(f"  run {run + 1} {client:15s} {shown}", flush=True)
@@ -291,6 +305,10 @@ def run_cell(broker: str, bootstrap: str, broker_pid: int, topic: str, size: int
         if ours and theirs and ours["steady_records_per_s"] and theirs["steady_records_per_s"]:
             cell[f"ratio_{ours_name}_{other}"] = ours["steady_records_per_s"] / theirs["steady_records_per_s"]
             cell[f"cpu_ratio_{ours_name}_{other}"] = ours["steady_cpu_s_per_m"] / theirs["steady_cpu_s_per_m"]
+            # per run (the same run number: both clients within minutes of each other), for the spread
+            cell[f"ratio_runs_{ours_name}_{other}"] = [
+                a["steady_records_per_s"] / b["steady_records_per_s"] if a.get("ok") and b.get("ok") else None
+                for a, b in zip(ours["runs"], theirs["runs"])]
     return cell
 
 
@@ -359,7 +377,7 @@ def fmt(value: float | None, spec: str) -> str:
     return "FAIL" if value is None else format(value, spec)
 
 
-def tables(cells: list[dict[str, Any]], clients: list[str]) -> str:
+def tables(cells: list[dict[str, Any]], clients: list[str], gc_freeze: bool) -> str:
     ratios = [(a, b) for a, b in RATIOS if a in clients and b in clients]
     # asyncio clients with a lag measured somewhere (none with --no-loop-lag)
     lagged = [c for c in clients if c in ASYNC_CLIENTS
@@ -369,7 +387,8 @@ def tables(cells: list[dict[str, Any]], clients: list[str]) -> str:
         return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
 
     def name(cell: dict[str, Any]) -> list[str]:
-        return [cell["broker"], f"{cell['size']} B {cell['codec']} p{cell['partitions']}"]
+        return [cell["broker"], f"{cell['size']} B {cell['codec']} p{cell['partitions']}"
+                + (" gc.freeze" if cell.get("gc_freeze") else "")]
 
     s = [SHORT[c] for c in clients]
     head1 = (["broker", "cell", "records", "comp."] + [f"{c} rec/s" for c in s] + [f"{c} MB/s" for c in s]
@@ -384,7 +403,8 @@ def tables(cells: list[dict[str, Any]], clients: list[str]) -> str:
              + [fmt(c.get(f"cpu_ratio_{a}_{b}"), ".2f") for a, b in ratios]
              + [fmt(c["clients"][k]["broker_cpu_s_per_m"], ".2f") for k in clients]
              + [fmt(c["clients"][k]["first_record_s"], ".2f") for k in clients] for c in cells]
-    legend = (f"{', '.join(f'{SHORT[c]} = {c}' for c in clients)}; steady state = after the first third of "
+    legend = (f"gc.freeze() in the workers: {'ON (--gc-freeze)' if gc_freeze else 'off'}; "
+              f"{', '.join(f'{SHORT[c]} = {c}' for c in clients)}; steady state = after the first third of "
               "the records; comp. = estimated compression ratio; CPU s/M = CPU seconds per million records "
               "(client: steady state; broker: the whole consume, from the client's start to its last record)")
     out = [legend, "", *table(head1, rows1), "", *table(head2, rows2)]
@@ -450,6 +470,9 @@ def main() -> int:
                         help='JSON, more librdkafka settings, e.g. \'{"fetch.queue.backoff.ms": 10}\'')
     parser.add_argument("--no-loop-lag", dest="loop_lag", action="store_false",
                         help="asyncio clients: no event-loop lag watchdog (it costs them some CPU)")
+    parser.add_argument("--gc-freeze", action="store_true",
+                        help="workers call gc.freeze() after imports and the client's start, before consuming "
+                             "(a full GC of the import-time heap pauses every thread 10-35 ms)")
     parser.add_argument("--quick", action="store_true", help="embedded, 100 B, none+lz4, 6 partitions, 1 run")
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
     parser.add_argument("--plot", type=Path, default=None, help="write a bar chart (matplotlib)")
@@ -499,7 +522,7 @@ def main() -> int:
     finally:
         if results:
             print()
-            print(tables(results, args.clients))
+            print(tables(results, args.clients, args.gc_freeze))
         save()
         if args.plot and results:
             plot(results, args.clients, args.plot)

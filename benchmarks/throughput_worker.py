@@ -1,7 +1,7 @@
 """Child process of ``benchmarks/throughput.py``: one client drains one topic, prints one JSON line.
 
     python benchmarks/throughput_worker.py CLIENT BOOTSTRAP TOPIC RECORDS [--broker-pid PID]
-        [--timeout-s S] [--max-poll-records N] [--confluent-config JSON] [--no-loop-lag]
+        [--timeout-s S] [--max-poll-records N] [--confluent-config JSON] [--no-loop-lag] [--gc-freeze]
 
 CLIENT is groupclient, kafka-python or confluent-kafka (synchronous), or aiokafka (aiokafka's
 AIOKafkaConsumer) or groupclient-aio (groupclient.aio.AsyncGroupConsumer), the asyncio clients.
@@ -23,6 +23,15 @@ whose sleep overlapped the steady span (third to last record: ``loop_lag_p50_ms`
 ``_max_ms``, nearest rank) and over the whole drain, start() included (``loop_lag_all_*``); at the
 last record a sleep still pending and already overdue counts as a wake-up then.
 
+``--gc-freeze`` (off by default): ``gc.freeze()`` once, after the imports and the client's
+construction (and ``start()``, ``subscribe()``), before the first poll.  Why: the import-time heap
+(the client, its codecs, asyncio, aiokafka) is large, and each full (generation 2) garbage collection
+walks all of it while holding the GIL, pausing every thread, the event loop and the consumer thread
+alike, for 10-35 ms on this machine; ``gc.freeze()`` moves every object that exists then to a
+permanent generation that collections skip.  The result says ``gc_freeze`` and the objects frozen
+(``gc_frozen``); with or without it, ``steady_gc_collections`` counts the collections per generation
+over the steady span.
+
 The JSON line is printed before ``close()`` (``stop()`` for the asyncio clients, on the same loop);
 the worker then waits for its stdin to close so the parent can read this process's CPU before it
 exits.
@@ -33,6 +42,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import math
@@ -175,6 +185,8 @@ class Meter:
         self.got = self.value_bytes = 0
         self.first: float | None = None
         self.third: tuple[float, int, int, float, float] | None = None
+        self.gc_third: list[int] = []  # collections per generation at the third and at the end
+        self.gc_end: list[int] = []
         self.latest, self.stall = 0.0, (0.0, 0)  # the longest wait for records after the first: (seconds, at record)
         self.end: tuple[float, float, float] | None = None
 
@@ -191,8 +203,10 @@ class Meter:
         self.got, self.value_bytes = self.got + count, self.value_bytes + size
         if self.third is None and count and self.got >= self.records // 3:
             self.third = (now, self.got, self.value_bytes, time.process_time(), self.broker_cpu())
+            self.gc_third = [g["collections"] for g in gc.get_stats()]
         if self.got >= self.records or now > self.deadline:
             self.end = (time.monotonic(), time.process_time(), self.broker_cpu())
+            self.gc_end = [g["collections"] for g in gc.get_stats()]
             return True
         return False
 
@@ -215,6 +229,7 @@ class Meter:
             "overall_records_per_s": (self.got - 1) / max(last - self.first, 1e-9),  # first to last record
             "cpu_s": cpu_last - self.cpu0,                    # this process, construction to last record
             "longest_stall_s": self.stall[0], "longest_stall_at": self.stall[1],
+            "steady_gc_collections": [b - a for a, b in zip(self.gc_third, self.gc_end)],  # gen 0, 1, 2
         }
 
     def loop_lag(self, samples: list[tuple[float, float]]) -> dict[str, Any]:
@@ -233,6 +248,15 @@ class Meter:
         return found
 
 
+def freeze(args: argparse.Namespace) -> dict[str, Any]:
+    """With --gc-freeze: gc.freeze() what exists now (imports, the started client), so full
+    collections skip it; called once, before the first poll."""
+    if not args.gc_freeze:
+        return {"gc_freeze": False}
+    gc.freeze()
+    return {"gc_freeze": True, "gc_frozen": gc.get_freeze_count()}
+
+
 def drain(args: argparse.Namespace) -> dict[str, Any]:
     group = f"tp-{args.client}-{uuid.uuid4().hex[:8]}"
     meter = Meter(args.records, args.timeout_s, args.broker_pid)
@@ -243,10 +267,11 @@ def drain(args: argparse.Namespace) -> dict[str, Any]:
                                           json.loads(args.confluent_config))
     else:
         batches, close = python_client(args.client, args.bootstrap, args.topic, group, args.max_poll_records)
+    frozen = freeze(args)
     for count, size in batches():
         if meter.add(count, size):
             break
-    return {**meter.result(), "close": close}
+    return {**meter.result(), **frozen, "close": close}
 
 
 def finish(loop: asyncio.AbstractEventLoop) -> None:
@@ -266,6 +291,7 @@ def finish(loop: asyncio.AbstractEventLoop) -> None:
 def drain_async(args: argparse.Namespace, group: str, meter: Meter) -> dict[str, Any]:
     """The asyncio clients: the same Meter, fed by a coroutine; the loop stays for stop()."""
     watchdogs: list[Watchdog] = []
+    frozen: dict[str, Any] = {}
 
     async def run() -> Any:
         if args.loop_lag:
@@ -273,6 +299,7 @@ def drain_async(args: argparse.Namespace, group: str, meter: Meter) -> dict[str,
         consumer = None
         try:
             consumer = await async_client(args.client, args.bootstrap, args.topic, group, args.max_poll_records)
+            frozen.update(freeze(args))
             async with contextlib.aclosing(async_batches(consumer, args.max_poll_records)) as batches:
                 async for count, size in batches:
                     if meter.add(count, size):
@@ -300,7 +327,7 @@ def drain_async(args: argparse.Namespace, group: str, meter: Meter) -> dict[str,
         finally:
             finish(loop)
 
-    result = meter.result()
+    result = {**meter.result(), **frozen}
     if watchdogs and result["ok"]:
         result.update(meter.loop_lag(watchdogs[0].samples))
     return {**result, "close": close}
@@ -318,6 +345,8 @@ def main() -> int:
     parser.add_argument("--confluent-config", default="{}", help="JSON: more librdkafka settings")
     parser.add_argument("--no-loop-lag", dest="loop_lag", action="store_false",
                         help="asyncio clients: no event-loop lag watchdog")
+    parser.add_argument("--gc-freeze", action="store_true",
+                        help="gc.freeze() after the imports and the client's start, before the first poll")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
     try:
