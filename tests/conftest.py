@@ -19,6 +19,14 @@ def cluster() -> Iterator[EmbeddedCluster]:
         yield c
 
 
+@pytest.fixture(scope="module")
+def quick_sessions() -> Iterator[EmbeddedCluster]:
+    """The embedded coordinator with sessions as short as 1 s (Kafka's minimum is 6 s), so that a
+    blocked loop or a slow member outlives one soon; one per module."""
+    with EmbeddedCluster(nodes=1, group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=1000) as c:
+        yield c
+
+
 # The embedded coordinator with the consumer-protocol settings of the suite's Apache Kafka broker
 # (tests/kafka/broker.py), so that one test runs against either with the same timing.
 KIP848_SETTINGS = {

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,16 +16,10 @@ from groupclient.aio import AsyncGroupConsumer, ConsumerRebalanceListener
 from groupclient.aio.errors import ConsumerStoppedError, IllegalStateError
 from groupclient.aio.structs import TopicPartition
 from groupclient.coordinator import EmbeddedCluster
+from tests.integration.test_aio_features import FAST
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
-FAST: dict[str, Any] = {"fetch_max_wait_ms": 100, "heartbeat_interval_ms": 300, "auto_offset_reset": "earliest"}
-
-
-@pytest.fixture(scope="module")
-def edges() -> Iterator[EmbeddedCluster]:
-    with EmbeddedCluster(nodes=1, group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=1000) as c:
-        yield c
 
 
 def consumer(cluster: EmbeddedCluster, *topics: str, **settings: Any) -> AsyncGroupConsumer:
@@ -34,11 +27,11 @@ def consumer(cluster: EmbeddedCluster, *topics: str, **settings: Any) -> AsyncGr
 
 
 async def test_no_record_of_a_partition_being_revoked_is_handed_out_while_the_listener_runs(
-        edges: EmbeddedCluster) -> None:
+        quick_sessions: EmbeddedCluster) -> None:
     """A task consumes while another member joins: from the moment the rebalance gives the
     partitions up (before its commit and on_partitions_revoked), none of theirs is handed out."""
-    edges.create_topic("revoking", 2)
-    edges.produce("revoking", [b"r"] * 20_000)
+    quick_sessions.create_topic("revoking", 2)
+    quick_sessions.produce("revoking", [b"r"] * 20_000)
     handed: list[tuple[float, int]] = []
     revoking: list[float] = []
 
@@ -48,7 +41,7 @@ async def test_no_record_of_a_partition_being_revoked_is_handed_out_while_the_li
                 revoking.append(time.monotonic())
                 await asyncio.sleep(0.5)  # the other task goes on asking for records meanwhile
 
-    a = consumer(edges, group_id="revoking", max_poll_records=50, enable_auto_commit=True,
+    a = consumer(quick_sessions, group_id="revoking", max_poll_records=50, enable_auto_commit=True,
                  partition_assignment_strategy=["range"])
     await a.start()
     a.subscribe(["revoking"], listener=Slow())
@@ -60,7 +53,7 @@ async def test_no_record_of_a_partition_being_revoked_is_handed_out_while_the_li
                 handed.extend((time.monotonic(), r.partition) for r in records)
             await asyncio.sleep(0.01)
     task = asyncio.ensure_future(consume())
-    b = consumer(edges, "revoking", group_id="revoking", max_poll_records=50, partition_assignment_strategy=["range"])
+    b = consumer(quick_sessions, "revoking", group_id="revoking", max_poll_records=50, partition_assignment_strategy=["range"])
     try:
         while not handed:
             await asyncio.sleep(0.05)
@@ -77,14 +70,14 @@ async def test_no_record_of_a_partition_being_revoked_is_handed_out_while_the_li
         await asyncio.gather(a.stop(), b.stop())
 
 
-async def test_a_deserializer_error_comes_after_the_records_before_it(edges: EmbeddedCluster) -> None:
-    edges.create_topic("poison", 1)
-    edges.produce("poison", [str(i).encode() if i != 5 else b"bad" for i in range(10)])
+async def test_a_deserializer_error_comes_after_the_records_before_it(quick_sessions: EmbeddedCluster) -> None:
+    quick_sessions.create_topic("poison", 1)
+    quick_sessions.produce("poison", [str(i).encode() if i != 5 else b"bad" for i in range(10)])
     tp = TopicPartition("poison", 0)
 
     def decode(value: bytes) -> int:
         return int(value)
-    c = consumer(edges, group_id="poison", value_deserializer=decode, enable_auto_commit=False)
+    c = consumer(quick_sessions, group_id="poison", value_deserializer=decode, enable_auto_commit=False)
     await c.start()
     try:
         c.assign([tp])
@@ -103,18 +96,18 @@ async def test_a_deserializer_error_comes_after_the_records_before_it(edges: Emb
         await c.stop()
 
 
-async def test_small_batches_handled_slowly_keep_the_member_in_its_group(edges: EmbeddedCluster) -> None:
+async def test_small_batches_handled_slowly_keep_the_member_in_its_group(quick_sessions: EmbeddedCluster) -> None:
     """max_poll_interval_ms counts between the application's getone()/getmany() calls (aiokafka's
     rule), not between the consumer thread's fetches of several batches at a time."""
-    edges.create_topic("slow", 1)
-    edges.produce("slow", [b"s"] * 12)
+    quick_sessions.create_topic("slow", 1)
+    quick_sessions.produce("slow", [b"s"] * 12)
     lost: list[Any] = []
 
     class Listener(ConsumerRebalanceListener):
         async def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
             lost.append(partitions)
 
-    c = consumer(edges, group_id="slow", max_poll_records=2, max_poll_interval_ms=1200, session_timeout_ms=6000)
+    c = consumer(quick_sessions, group_id="slow", max_poll_records=2, max_poll_interval_ms=1200, session_timeout_ms=6000)
     await c.start()
     try:
         c.subscribe(["slow"], listener=Listener())
@@ -128,10 +121,10 @@ async def test_small_batches_handled_slowly_keep_the_member_in_its_group(edges: 
         await c.stop()
 
 
-async def test_stop_from_inside_a_listener_returns_and_the_consumer_stops(edges: EmbeddedCluster) -> None:
-    edges.create_topic("stop-inside", 1)
-    edges.produce("stop-inside", [b"x"] * 3)
-    c = consumer(edges, group_id="stop-inside")
+async def test_stop_from_inside_a_listener_returns_and_the_consumer_stops(quick_sessions: EmbeddedCluster) -> None:
+    quick_sessions.create_topic("stop-inside", 1)
+    quick_sessions.produce("stop-inside", [b"x"] * 3)
+    c = consumer(quick_sessions, group_id="stop-inside")
 
     class Stopping(ConsumerRebalanceListener):
         async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
@@ -150,8 +143,8 @@ async def _all(records: list[Any]) -> list[Any]:
     return records
 
 
-async def test_stop_while_starting_closes_what_start_built(edges: EmbeddedCluster) -> None:
-    c = consumer(edges, "anything", group_id="stop-start")
+async def test_stop_while_starting_closes_what_start_built(quick_sessions: EmbeddedCluster) -> None:
+    c = consumer(quick_sessions, "anything", group_id="stop-start")
     starting = asyncio.ensure_future(c.start())
     await asyncio.sleep(0)
     await asyncio.wait_for(c.stop(), 15)
@@ -162,11 +155,11 @@ async def test_stop_while_starting_closes_what_start_built(edges: EmbeddedCluste
     await c.stop()
 
 
-async def test_unsubscribe_then_assign_or_subscribe_at_once(edges: EmbeddedCluster) -> None:
-    edges.create_topic("switch", 2)
-    edges.produce("switch", [b"w"] * 10)
+async def test_unsubscribe_then_assign_or_subscribe_at_once(quick_sessions: EmbeddedCluster) -> None:
+    quick_sessions.create_topic("switch", 2)
+    quick_sessions.produce("switch", [b"w"] * 10)
     p0, p1 = TopicPartition("switch", 0), TopicPartition("switch", 1)
-    c = consumer(edges, group_id="switch")
+    c = consumer(quick_sessions, group_id="switch")
     await c.start()
     try:
         c.assign([p0])
@@ -191,11 +184,11 @@ async def test_unsubscribe_then_assign_or_subscribe_at_once(edges: EmbeddedClust
 
 
 async def test_position_is_the_next_record_handed_out_while_the_thread_fetches_ahead(
-        edges: EmbeddedCluster) -> None:
-    edges.create_topic("pos", 1)
-    edges.produce("pos", [b"p"] * 20_000)
+        quick_sessions: EmbeddedCluster) -> None:
+    quick_sessions.create_topic("pos", 1)
+    quick_sessions.produce("pos", [b"p"] * 20_000)
     tp = TopicPartition("pos", 0)
-    c = consumer(edges, group_id="pos")
+    c = consumer(quick_sessions, group_id="pos")
     await c.start()
     try:
         c.assign([tp])
@@ -210,12 +203,12 @@ async def test_position_is_the_next_record_handed_out_while_the_thread_fetches_a
 
 
 async def test_a_partition_filtered_getmany_loop_does_not_buffer_the_other_partitions_without_end(
-        edges: EmbeddedCluster) -> None:
-    edges.create_topic("filtered", 2)
-    edges.produce("filtered", [b"f" * 10] * 20_000, partition=1)
-    edges.produce("filtered", [b"f" * 10] * 2_000, partition=0)
+        quick_sessions: EmbeddedCluster) -> None:
+    quick_sessions.create_topic("filtered", 2)
+    quick_sessions.produce("filtered", [b"f" * 10] * 20_000, partition=1)
+    quick_sessions.produce("filtered", [b"f" * 10] * 2_000, partition=0)
     p0, p1 = TopicPartition("filtered", 0), TopicPartition("filtered", 1)
-    c = consumer(edges, group_id="filtered", max_poll_records=100)
+    c = consumer(quick_sessions, group_id="filtered", max_poll_records=100)
     await c.start()
     try:
         c.assign([p0, p1])
@@ -231,9 +224,9 @@ async def test_a_partition_filtered_getmany_loop_does_not_buffer_the_other_parti
         await c.stop()
 
 
-async def test_a_listener_task_cancelled_or_awaiting_getone_through_wait_for(edges: EmbeddedCluster) -> None:
-    edges.create_topic("guard", 1)
-    edges.produce("guard", [b"g"] * 5)
+async def test_a_listener_task_cancelled_or_awaiting_getone_through_wait_for(quick_sessions: EmbeddedCluster) -> None:
+    quick_sessions.create_topic("guard", 1)
+    quick_sessions.produce("guard", [b"g"] * 5)
     seen: list[str] = []
 
     class Guarded(ConsumerRebalanceListener):
@@ -247,7 +240,7 @@ async def test_a_listener_task_cancelled_or_awaiting_getone_through_wait_for(edg
             asyncio.current_task().cancel()  # type: ignore[union-attr]
             await asyncio.sleep(1)
 
-    c = consumer(edges, group_id="guard")
+    c = consumer(quick_sessions, group_id="guard")
     await c.start()
     try:
         c.subscribe(["guard"], listener=Guarded())
@@ -262,9 +255,9 @@ async def test_a_listener_task_cancelled_or_awaiting_getone_through_wait_for(edg
         await c.stop()
 
 
-async def test_getmany_with_no_time_returns_at_once(edges: EmbeddedCluster) -> None:
-    edges.create_topic("instant", 1)
-    c = consumer(edges, "instant", group_id="instant")
+async def test_getmany_with_no_time_returns_at_once(quick_sessions: EmbeddedCluster) -> None:
+    quick_sessions.create_topic("instant", 1)
+    c = consumer(quick_sessions, "instant", group_id="instant")
     await c.start()
     try:
         waiting = asyncio.ensure_future(c.getone())

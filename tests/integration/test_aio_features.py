@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,12 +23,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 FAST: dict[str, Any] = {"fetch_max_wait_ms": 100, "heartbeat_interval_ms": 300, "auto_offset_reset": "earliest"}
 
 
-@pytest.fixture(scope="module")
-def quick() -> Iterator[EmbeddedCluster]:
-    with EmbeddedCluster(nodes=1, group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=1000) as c:
-        yield c
-
-
 async def take(consumer: AsyncGroupConsumer, count: int, timeout_s: float = 15) -> list[Any]:
     got: list[Any] = []
     deadline = time.monotonic() + timeout_s
@@ -39,10 +32,10 @@ async def take(consumer: AsyncGroupConsumer, count: int, timeout_s: float = 15) 
     return got
 
 
-async def test_a_static_member_restarting_within_its_session_keeps_its_partitions(quick: EmbeddedCluster) -> None:
-    quick.create_topic("static", 4)
-    quick.produce("static", [b"x"] * 40)
-    settings = dict(FAST, bootstrap_servers=quick.bootstrap_servers, group_id="static", session_timeout_ms=6000,
+async def test_a_static_member_restarting_within_its_session_keeps_its_partitions(quick_sessions: EmbeddedCluster) -> None:
+    quick_sessions.create_topic("static", 4)
+    quick_sessions.produce("static", [b"x"] * 40)
+    settings = dict(FAST, bootstrap_servers=quick_sessions.bootstrap_servers, group_id="static", session_timeout_ms=6000,
                     partition_assignment_strategy=["range"])
     a = AsyncGroupConsumer("static", group_instance_id="a", **settings)
     b = AsyncGroupConsumer("static", group_instance_id="b", **settings)
@@ -53,7 +46,7 @@ async def test_a_static_member_restarting_within_its_session_keeps_its_partition
         while time.monotonic() < deadline and not (len(a.assignment()) == 2 and len(b.assignment()) == 2):
             await asyncio.gather(a.getmany(timeout_ms=100), b.getmany(timeout_ms=100))
         owned = a.assignment()
-        generation = quick.describe_group("static")["generation"]  # type: ignore[index]
+        generation = quick_sessions.describe_group("static")["generation"]  # type: ignore[index]
         await a.stop()  # a static member does not leave: its partitions wait for it
         a = AsyncGroupConsumer("static", group_instance_id="a", **settings)
         await a.start()
@@ -61,7 +54,7 @@ async def test_a_static_member_restarting_within_its_session_keeps_its_partition
         while time.monotonic() < deadline and a.assignment() != owned:
             await asyncio.gather(a.getmany(timeout_ms=100), b.getmany(timeout_ms=100))
         assert a.assignment() == owned
-        assert quick.describe_group("static")["generation"] == generation  # type: ignore[index]
+        assert quick_sessions.describe_group("static")["generation"] == generation  # type: ignore[index]
     finally:
         await asyncio.gather(a.stop(), b.stop())
 
@@ -84,12 +77,12 @@ async def test_sasl_scram_over_tls(tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 async def test_partitions_dropped_by_the_poll_interval_check_void_the_records_fetched_before(
-        quick: EmbeddedCluster) -> None:
+        quick_sessions: EmbeddedCluster) -> None:
     """The heartbeat thread drops the partitions when no fetch came within max_poll_interval_ms;
     records already in the buffer are not handed out after that (the member has no right to them
     any more), on_partitions_lost runs on the loop, and consumption goes on from the commit."""
-    quick.create_topic("interval", 1)
-    quick.produce("interval", [str(i).encode() for i in range(50)])
+    quick_sessions.create_topic("interval", 1)
+    quick_sessions.produce("interval", [str(i).encode() for i in range(50)])
     loop_thread = threading.get_ident()
     lost: list[tuple[set[TopicPartition], int]] = []
 
@@ -97,7 +90,7 @@ async def test_partitions_dropped_by_the_poll_interval_check_void_the_records_fe
         async def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
             lost.append((set(partitions), threading.get_ident()))
 
-    consumer = AsyncGroupConsumer(bootstrap_servers=quick.bootstrap_servers, group_id="interval",
+    consumer = AsyncGroupConsumer(bootstrap_servers=quick_sessions.bootstrap_servers, group_id="interval",
                                   enable_auto_commit=False, session_timeout_ms=6000, max_poll_interval_ms=1500,
                                   max_poll_records=10, **FAST)
     await consumer.start()
@@ -115,9 +108,9 @@ async def test_partitions_dropped_by_the_poll_interval_check_void_the_records_fe
 
 
 async def test_interceptors_run_on_the_consumer_thread_and_rebalance_events_on_the_loop(
-        quick: EmbeddedCluster) -> None:
-    quick.create_topic("hooks", 2)
-    quick.produce("hooks", [b"h"] * 10)
+        quick_sessions: EmbeddedCluster) -> None:
+    quick_sessions.create_topic("hooks", 2)
+    quick_sessions.produce("hooks", [b"h"] * 10)
     loop_thread = threading.get_ident()
     consumed_on: set[int] = set()
     events: list[tuple[Any, int]] = []
@@ -133,7 +126,7 @@ async def test_interceptors_run_on_the_consumer_thread_and_rebalance_events_on_t
         def close(self) -> None:
             pass
 
-    consumer = AsyncGroupConsumer("hooks", bootstrap_servers=quick.bootstrap_servers, group_id="hooks",
+    consumer = AsyncGroupConsumer("hooks", bootstrap_servers=quick_sessions.bootstrap_servers, group_id="hooks",
                                   interceptors=[Interceptor()],
                                   rebalance_event_callback=lambda event: events.append((event, threading.get_ident())),
                                   **FAST)
