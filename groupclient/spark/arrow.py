@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 ARROW_SCHEMA = pa.schema([
     pa.field("topic", pa.string()),
@@ -31,20 +32,51 @@ SPARK_DDL = ("topic STRING, partition INT, offset BIGINT, timestamp TIMESTAMP, k
 RECORD_ID = ["topic", "partition", "offset"]
 
 
+_HEADERS_TYPE = ARROW_SCHEMA.field("headers").type
+_NO_HEADER = pa.array([], _HEADERS_TYPE.value_type)
+_MICROS = pa.timestamp("us", tz="UTC")
+
+
 def records_to_table(records: Sequence[Any]) -> pa.Table:
     """kafka-python ConsumerRecords (as GroupConsumer returns them) as one Arrow table."""
     return pa.Table.from_batches([records_to_batch(records)], schema=ARROW_SCHEMA)
 
 
 def records_to_batch(records: Sequence[Any]) -> pa.RecordBatch:
-    timestamps = [None if r.timestamp is None or r.timestamp < 0 else r.timestamp * 1000 for r in records]
-    headers = [[{"key": k, "value": v} for k, v in (r.headers or ())] for r in records]
+    """ConsumerRecords as one Arrow batch, column by column.
+
+    ``zip(*records)`` turns the records (tuples) into one tuple per field in C, and each column is
+    built from its tuple in C as well: no Python step per record (twice as fast as a comprehension
+    per column).  Only headers, when a record has any, are built record by record."""
+    count = len(records)
+    if count == 0:
+        return pa.RecordBatch.from_pylist([], schema=ARROW_SCHEMA)
+    # ConsumerRecord's fields: topic, partition, leader_epoch, offset, timestamp, timestamp_type,
+    # key, value, headers, ...
+    topic, partition, _, offset, timestamp, _, key, value, headers = list(zip(*records))[:9]
+    millis = pa.array(timestamp, pa.int64())
+    if pc.min(millis).as_py() < 0:  # -1: the record has no timestamp
+        millis = pc.if_else(pc.less(millis, 0), pa.scalar(None, pa.int64()), millis)
+    if any(headers):
+        header_column = pa.array([[{"key": k, "value": v} for k, v in h] for h in headers], _HEADERS_TYPE)
+    else:
+        header_column = pa.ListArray.from_arrays(pa.repeat(pa.scalar(0, pa.int32()), count + 1), _NO_HEADER,
+                                                 type=_HEADERS_TYPE)
     return pa.RecordBatch.from_arrays([
-        pa.array([r.topic for r in records], pa.string()),
-        pa.array([r.partition for r in records], pa.int32()),
-        pa.array([r.offset for r in records], pa.int64()),
-        pa.array(timestamps, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-        pa.array([r.key for r in records], pa.binary()),
-        pa.array([r.value for r in records], pa.binary()),
-        pa.array(headers, ARROW_SCHEMA.field("headers").type),
+        _column(topic, pa.string()),
+        _column(partition, pa.int32()),
+        pa.array(offset, pa.int64()),
+        pc.multiply(millis, 1000).cast(_MICROS),
+        pa.array(key, pa.binary()),
+        pa.array(value, pa.binary()),
+        header_column,
     ], schema=ARROW_SCHEMA)
+
+
+def _column(values: tuple[Any, ...], kind: pa.DataType) -> pa.Array:
+    """A column whose values are mostly one (a topic, a partition): repeated in C when they are all
+    the same (building a string column value by value is half the cost of a batch)."""
+    first = values[0]
+    if values.count(first) == len(values):
+        return pa.repeat(pa.scalar(first, kind), len(values))
+    return pa.array(values, kind)

@@ -1,9 +1,11 @@
 """A batch read with group semantics: the driver's half.
 
-The driver takes every partition's end offset, starts one Spark task per member, and each task
-consumes as a GroupConsumer member of the group from the group's committed offsets up to those
-ends (member_loop.py).  A task writes each batch durably to the read's staging location and only
-then commits its offsets (staging.py).  When the job is done, the DataFrame is the staged files.
+The driver takes every partition's end offset, starts one Spark task per member (a barrier
+stage when there is a slot for each, so that they join the group together: rendezvous.py), and
+each task consumes as a GroupConsumer member of the group from the group's committed offsets up
+to those ends (member_loop.py).  A task gathers what it polls into one durable file per 64 MB or
+5 s in the read's staging location and only then commits its offsets (staging.py).  When the job
+is done, the DataFrame is the staged files.
 
 Why staging: Spark keeps the output of a task only if the task succeeds, and a task can die
 after its commit reached the broker.  Committing only what is already in a durable file means a
@@ -24,11 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigurationError, KafkaTimeoutError
-from .arrow import RECORD_ID, SPARK_DDL, records_to_table
-from .member_loop import MemberReport, OnCommit, TaskInfo, run_member, task_info
+from .arrow import RECORD_ID, SPARK_DDL
+from .member_loop import MemberOptions, MemberReport, OnCommit, StagedDelivery, TaskInfo, run_member, task_info
 from .offsets import Offsets, end_offsets
 from .options import consumer_config, topic_list
-from .staging import Staging, overlapping
+from .rendezvous import barrier_rendezvous, collect_rows as _collect, runs_together
+from .staging import FILE_BYTES, FILE_MS, Staging, overlapping
 from .stop import StopWhen
 
 log = logging.getLogger("groupclient.spark")
@@ -66,32 +69,37 @@ class _BatchTask:
     read_id: str
     on_commit: OnCommit | None
     deadline: float
+    together: bool
+    file_bytes: int
+    file_ms: int
 
     def __call__(self, index: int, _rows: Iterable[Any]) -> Iterator[dict[str, Any]]:
         task = task_info(self.read_id)
-        staging = Staging(self.location)
-        count = 0
 
-        def deliver(records: list[Any]) -> None:
-            nonlocal count
-            count += 1
-            staging.write(records_to_table(records), f"part-{index:05d}-{task.attempt}-{count:06d}-{uuid.uuid4().hex[:8]}.parquet")
+        def name(count: int) -> str:
+            return f"part-{index:05d}-{task.attempt}-{count:06d}-{uuid.uuid4().hex[:8]}.parquet"
 
-        report = run_member(self.topics, self.config, deliver, StopWhen(at_end=True, deadline=self.deadline), TaskInfo(index, task.attempt, self.read_id),
-                            end_offsets=self.ends, on_commit=self.on_commit,
-                            commit_metadata=f"groupclient.spark read {self.read_id}")
+        delivery = StagedDelivery(Staging(self.location), name, self.file_bytes, self.file_ms)
+        options = MemberOptions(end_offsets=self.ends, on_commit=self.on_commit,
+                                commit_metadata=f"groupclient.spark read {self.read_id}",
+                                rendezvous=barrier_rendezvous() if self.together else None)
+        report = run_member(self.topics, self.config, delivery, StopWhen(at_end=True, deadline=self.deadline),
+                            TaskInfo(index, task.attempt, self.read_id), options)
         yield report.as_row()
 
 
 def run_batch_read(spark: Any, topics: Iterable[str] | str, config: Mapping[str, Any], *, members: int | None = None,
                    staging_dir: str | None = None, deduplicate: bool = True,
-                   timeout_s: float = 600, on_commit: OnCommit | None = None) -> BatchRead:
+                   timeout_s: float = 600, on_commit: OnCommit | None = None, together: bool | None = None,
+                   file_bytes: int = FILE_BYTES, file_ms: int = FILE_MS) -> BatchRead:
     """Read what the group has not consumed yet, up to the end offsets of now, with ``members``
     executor tasks as members of ``config['group_id']``; commit it for the group.
 
     ``staging_dir`` must be reachable by the driver and every executor (``hdfs://``, ``s3a://``,
     a shared mount); in local mode it defaults to a temporary directory.  ``on_commit(task,
-    offsets)`` runs on the executor after each commit."""
+    offsets)`` runs on the executor after each commit.  ``together``: the members join the group
+    together before any reads (a barrier stage; None: when there is a task slot for each).  A
+    member writes a staged file, and commits it, per ``file_bytes`` of records or ``file_ms``."""
     names = topic_list(topics)
     cfg = consumer_config(config)
     context = spark.sparkContext
@@ -103,14 +111,20 @@ def run_batch_read(spark: Any, topics: Iterable[str] | str, config: Mapping[str,
             raise ConfigurationError("staging_dir is required outside local mode: a location the driver and "
                                      "every executor can reach (hdfs://..., s3a://..., a shared mount)")
         staging_dir = tempfile.mkdtemp(prefix="groupclient-reads-")
+    for label, value in (("file_bytes", file_bytes), ("file_ms", file_ms)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigurationError(f"{label} must be a positive integer, not {value!r}")
     read_id = uuid.uuid4().hex
+    together_now = runs_together(context, count, together)
     ends = end_offsets(names, cfg)
     staging = Staging(f"{staging_dir.rstrip('/')}/{read_id}")
     staging.create()
-    job = _BatchTask(names, cfg, ends, staging.uri, read_id, on_commit, time.time() + timeout_s)
+    job = _BatchTask(names, cfg, ends, staging.uri, read_id, on_commit, time.time() + timeout_s, together_now,
+                     file_bytes, file_ms)
     context.setJobDescription(f"groupclient batch read of {','.join(names)} for group {cfg['group_id']}")
     try:
-        rows = context.parallelize(range(count), count).mapPartitionsWithIndex(job).collect()
+        tasks = context.parallelize(range(count), count)
+        rows = _collect((tasks.barrier() if together_now else tasks).mapPartitionsWithIndex(job), together_now)
     except Exception as exc:
         # tasks that finished before the job failed have committed: their records are staged
         note = f"groupclient: records committed by this read are staged at {staging.uri}"
@@ -133,8 +147,8 @@ def run_batch_read(spark: Any, topics: Iterable[str] | str, config: Mapping[str,
 
 
 def read_batch(spark: Any, topics: Iterable[str] | str, config: Mapping[str, Any], *, members: int | None = None,
-               staging_dir: str | None = None, deduplicate: bool = True) -> Any:
+               staging_dir: str | None = None, deduplicate: bool = True, together: bool | None = None) -> Any:
     """The DataFrame of :func:`run_batch_read`: columns topic, partition, offset, timestamp, key,
     value, headers; each record once (unless ``deduplicate=False``)."""
     return run_batch_read(spark, topics, config, members=members, staging_dir=staging_dir,
-                          deduplicate=deduplicate).dataframe
+                          deduplicate=deduplicate, together=together).dataframe

@@ -15,10 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigurationError
-from .arrow import records_to_table
-from .member_loop import MemberReport, OnCommit, TaskInfo, run_member, task_info
+import pyarrow as pa
+
+from .arrow import ARROW_SCHEMA, records_to_batch
+from .member_loop import HandOver, MemberOptions, MemberReport, OnCommit, Polled, TaskInfo, run_member, task_info
 from .offsets import Offsets, end_offsets
 from .options import consumer_config, topic_list
+from .rendezvous import barrier_rendezvous, collect_rows as _collect, runs_together
 from .stop import StopWhen
 
 BATCH_FORMATS = ("arrow", "pandas")
@@ -34,27 +37,31 @@ class _ConsumeTask:
     ends: Offsets | None
     on_commit: OnCommit | None
     job: str
+    together: bool
 
     def __call__(self, index: int, _rows: Iterable[Any]) -> Iterator[dict[str, Any]]:
         attempt = task_info().attempt
 
-        def deliver(records: list[Any]) -> None:
-            table = records_to_table(records)
+        def deliver(records: Polled) -> None:
+            table = pa.Table.from_batches([records_to_batch(r) for r in records.values()], schema=ARROW_SCHEMA)
             self.handler(table if self.batch_format == "arrow" else table.to_pandas())
 
-        report = run_member(self.topics, self.config, deliver, self.stop, TaskInfo(index, attempt, self.job),
-                            end_offsets=self.ends, on_commit=self.on_commit, commit_metadata=self.job)
+        options = MemberOptions(end_offsets=self.ends, on_commit=self.on_commit, commit_metadata=self.job,
+                                rendezvous=barrier_rendezvous() if self.together else None)
+        report = run_member(self.topics, self.config, HandOver(deliver), self.stop,
+                            TaskInfo(index, attempt, self.job), options)
         yield report.as_row()
 
 
 def consume(spark: Any, topics: Iterable[str] | str, config: Mapping[str, Any], handler: Callable[[Any], object], *,
             stop: StopWhen, members: int | None = None, batch_format: str = "arrow",
-            on_commit: OnCommit | None = None) -> list[MemberReport]:
+            on_commit: OnCommit | None = None, together: bool | None = None) -> list[MemberReport]:
     """Run ``members`` executor tasks (default: the context's parallelism) consuming
     ``topics`` as members of ``config['group_id']`` until ``stop``; returns one report per task.
 
     Members are meant to run at the same time: give the job at least ``members`` executor
-    cores, or the later tasks start only when earlier ones stop."""
+    cores, or the later tasks start only when earlier ones stop.  ``together``: the members join
+    the group together before any reads (a barrier stage; None: when there is a slot for each)."""
     names = topic_list(topics)
     cfg = consumer_config(config)
     if batch_format not in BATCH_FORMATS:
@@ -67,9 +74,11 @@ def consume(spark: Any, topics: Iterable[str] | str, config: Mapping[str, Any], 
     count = members if members is not None else context.defaultParallelism
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
         raise ConfigurationError(f"members must be a positive integer, not {members!r}")
+    together_now = runs_together(context, count, together)
     ends = end_offsets(names, cfg) if stop.at_end else None
     job = f"groupclient.spark consume {','.join(names)}"
-    task = _ConsumeTask(names, cfg, handler, stop, batch_format, ends, on_commit, job)
+    task = _ConsumeTask(names, cfg, handler, stop, batch_format, ends, on_commit, job, together_now)
     context.setJobDescription(f"{job} for group {cfg['group_id']} with {count} members")
-    rows = context.parallelize(range(count), count).mapPartitionsWithIndex(task).collect()
+    tasks = context.parallelize(range(count), count)
+    rows = _collect((tasks.barrier() if together_now else tasks).mapPartitionsWithIndex(task), together_now)
     return [MemberReport(**row) for row in rows]

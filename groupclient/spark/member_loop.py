@@ -1,10 +1,16 @@
 """The loop an executor task runs as one member of the group.
 
-poll → hand the records over (``deliver``) → commit what was handed over → check the stop
-conditions, until one is met; then leave the group, so its partitions go to the members still
-consuming.  ``deliver`` returning is what "delivered" means: a batch read's ``deliver`` writes a
-durable staging file, a long-running consumer's calls the user's function.  A commit never
-covers a record ``deliver`` has not returned from.
+poll → hand the records over (``Delivery.add``) → commit what has been delivered → check the
+stop conditions, until one is met; then deliver what is pending, commit it and leave the group,
+so its partitions go to the members still consuming.  What "delivered" means is the delivery's:
+a batch read's (:class:`StagedDelivery`) gathers records and writes them as one durable file per
+64 MB or 5 s, a long-running consumer's (``consume``) calls the user's function with each
+poll's records.  A commit never covers a record whose delivery has not returned.  Before the
+member gives partitions up in a rebalance it delivers and commits what it has of them (the
+listener), so their next owner goes on from there.
+
+With a :class:`~.rendezvous.Rendezvous`, the member holds (pauses) what it is assigned until
+every member of the job has joined, so they share the partitions from the start.
 
 Runs on the executor; imports nothing from pyspark, so it is tested without Spark.
 """
@@ -14,20 +20,100 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..structs import OffsetAndMetadata, TopicPartition
 
 from ..clock import Clock, SystemClock
 from ..consumer.group_consumer import GroupConsumer
 from ..errors import CommitFailedError, KafkaTimeoutError, RebalanceInProgressError
+from .arrow import records_to_batch
+from .rendezvous import JOIN_TIMEOUT_MS, Rendezvous, release_at
+from .staging import PendingFile, Staging
 from .stop import Progress, StopWhen
 
 log = logging.getLogger("groupclient.spark")
 
-Deliver = Callable[[list[Any]], None]
+Polled = dict[TopicPartition, list[Any]]  # a poll's records below the end offsets, by partition
+Offsets = dict[TopicPartition, int]
 OnCommit = Callable[["TaskInfo", dict[tuple[str, int], int]], None]
 EndOffsets = Mapping[str, Mapping[int, int]]  # topic -> partition -> end offset (plain, picklable)
+
+
+class Delivery(Protocol):
+    """Where a member's records go before their offsets are committed."""
+
+    def add(self, records: Polled, offsets: Offsets, now_ms: int) -> Offsets:
+        """Take a poll's records; returns the offsets that are delivered now (to commit)."""
+
+    def due(self, now_ms: int) -> Offsets:
+        """Deliver what has waited long enough; returns the offsets that are delivered now."""
+
+    def flush(self) -> Offsets:
+        """Deliver everything pending (before a rebalance gives partitions up, or a stop)."""
+
+    def forget(self, partitions: set[TopicPartition]) -> None:
+        """Drop what is pending of lost partitions: their next owner reads them again."""
+
+    def pending(self) -> bool:
+        """Whether records or offsets wait for delivery."""
+
+
+class HandOver:
+    """Each poll's records to ``handler`` as one batch, delivered when it returns."""
+
+    def __init__(self, handler: Callable[[Polled], None]) -> None:
+        self.handler = handler
+
+    def add(self, records: Polled, offsets: Offsets, now_ms: int) -> Offsets:
+        if records:
+            self.handler(records)
+        return offsets
+
+    def due(self, now_ms: int) -> Offsets:
+        return {}
+
+    def flush(self) -> Offsets:
+        return {}
+
+    def forget(self, partitions: set[TopicPartition]) -> None:
+        pass
+
+    def pending(self) -> bool:
+        return False
+
+
+class StagedDelivery:
+    """A batch read's delivery: records gathered into one file per ``file_bytes`` or
+    ``file_ms`` (staging.py), delivered once the file is durable."""
+
+    def __init__(self, staging: Staging, name: Callable[[int], str], file_bytes: int, file_ms: int) -> None:
+        self.staging = staging
+        self.name = name  # the file name of the n-th file
+        self.files = 0
+        self.pending_file = PendingFile(file_bytes, file_ms)
+
+    def add(self, records: Polled, offsets: Offsets, now_ms: int) -> Offsets:
+        for tp, offset in offsets.items():
+            recs = records.get(tp)
+            self.pending_file.add(tp, records_to_batch(recs) if recs else None, offset, now_ms)
+        return self.due(now_ms)
+
+    def due(self, now_ms: int) -> Offsets:
+        return self.flush() if self.pending_file.due(now_ms) else {}
+
+    def flush(self) -> Offsets:
+        table, ranges, offsets = self.pending_file.take()
+        if table is not None:
+            self.files += 1
+            self.staging.write(table, self.name(self.files), ranges)
+        return offsets
+
+    def forget(self, partitions: set[TopicPartition]) -> None:
+        self.pending_file.forget(partitions)
+
+    def pending(self) -> bool:
+        return not self.pending_file.empty()
 
 
 @dataclass(frozen=True)
@@ -52,73 +138,162 @@ class MemberReport:
     failed_commits: int = 0
     partitions: list[str] = field(default_factory=list)  # every partition it owned at some time
     stop_reason: str = ""
+    files: int = 0  # staged files written (a batch read)
+    waited_ms: int = 0  # how long it held its partitions waiting for the other members
 
     def as_row(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-class _Listener:
-    def __init__(self, report: MemberReport) -> None:
-        self.report = report
+@dataclass
+class MemberOptions:
+    """How :func:`run_member` goes about it, beyond what to read and where to deliver it."""
 
+    end_offsets: EndOffsets | None = None  # bounds the read; see run_member
+    on_commit: OnCommit | None = None
+    commit_metadata: str = ""
+    rendezvous: Rendezvous | None = None
+    join_timeout_ms: int = JOIN_TIMEOUT_MS
+    clock: Clock | None = None
+
+
+class _Member:
+    """One member's state, shared by its loop and its rebalance listener (both on the task's
+    thread: the listener runs inside poll())."""
+
+    def __init__(self, consumer: GroupConsumer, delivery: Delivery, report: MemberReport, task: TaskInfo,
+                 options: MemberOptions) -> None:
+        self.consumer = consumer
+        self.delivery = delivery
+        self.report = report
+        self.task = task
+        self.options = options
+        self.retry: Offsets = {}  # commits refused while the group rebalanced
+        self.holding = options.rendezvous is not None
+
+    # the rebalance listener
     def on_partitions_revoked(self, revoked: Any) -> None:
-        pass
+        # what was polled of any partition is delivered and committed while this member still
+        # owns it: the next owner goes on from there
+        self.commit(self.delivery.flush())
 
     def on_partitions_assigned(self, assigned: Any) -> None:
         self.report.rebalances += 1
         owned = set(self.report.partitions) | {f"{tp.topic}:{tp.partition}" for tp in assigned}
         self.report.partitions = sorted(owned)
+        if self.holding and assigned:
+            self.consumer.pause(*assigned)
 
     def on_partitions_lost(self, lost: Any) -> None:
-        pass
+        self.delivery.forget(set(lost))
+        for tp in lost:
+            self.retry.pop(tp, None)
+
+    def commit(self, offsets: Offsets) -> None:
+        """Commit ``offsets`` (and those refused before, for partitions still owned)."""
+        if self.retry:
+            owned = self.consumer.assignment()
+            offsets = {**{tp: o for tp, o in self.retry.items() if tp in owned}, **offsets}
+        if not offsets:
+            self.retry = {}
+            return
+        self.retry = _commit(self.consumer, offsets, self.options.commit_metadata, self.report, self.task,
+                             self.options.on_commit)
+
+    def hold_until_all_joined(self, clock: Clock) -> None:
+        """Poll with every partition paused until the rendezvous says all members joined and
+        this member is stable in a generation that has them all (or the join timeout)."""
+        rendezvous = self.options.rendezvous
+        assert rendezvous is not None
+        consumer = self.consumer
+        classic = consumer.config["group_protocol"] != "consumer"
+        started = clock.monotonic_ms()
+        give_up = started + self.options.join_timeout_ms
+        read_from: int | None = None
+        while True:
+            consumer.poll(timeout_ms=50)
+            metadata = consumer.group_metadata()
+            stable = metadata.phase == "stable"
+            generation = metadata.generation_id if stable else -1
+            if metadata.member_id:
+                rendezvous.arrive(generation)
+            outcome = rendezvous.outcome()
+            if isinstance(outcome, BaseException):
+                log.warning("the members' rendezvous failed (%r); reading without waiting for the others", outcome)
+                break
+            if outcome is not None and read_from is None:
+                read_from = release_at(outcome, generation, stable, classic)
+                if read_from is None:
+                    consumer.enforce_rebalance("every member of the Spark job has joined")
+                    read_from = generation + 1
+            if read_from is not None and stable and generation >= read_from:
+                break
+            if clock.monotonic_ms() >= give_up:
+                log.warning("not every member joined group %s within %d ms; reading what this member owns",
+                            consumer.config["group_id"], self.options.join_timeout_ms)
+                break
+        self.holding = False
+        self.report.waited_ms = clock.monotonic_ms() - started
+        owned = consumer.assignment()
+        if owned:
+            consumer.resume(*owned)
 
 
-def run_member(topics: list[str], config: dict[str, Any], deliver: Deliver, stop: StopWhen, task: TaskInfo, *,
-               end_offsets: EndOffsets | None = None, on_commit: OnCommit | None = None,
-               commit_metadata: str = "", clock: Clock | None = None) -> MemberReport:
+def run_member(topics: list[str], config: dict[str, Any], delivery: Delivery, stop: StopWhen, task: TaskInfo,
+               options: MemberOptions | None = None) -> MemberReport:
     """Consume as one member until ``stop``; see the module's doc.
 
-    ``end_offsets`` bounds what is read: records at or past a partition's end are not delivered,
-    and a partition missing from it (created after the job started) is not read at all."""
-    if stop.at_end and end_offsets is None:
+    ``options.end_offsets`` bounds what is read: records at or past a partition's end are not
+    delivered, and a partition missing from it (created after the job started) is not read."""
+    options = options or MemberOptions()
+    if stop.at_end and options.end_offsets is None:
         raise ValueError("StopWhen(at_end=True) needs the end offsets taken when the job started")
-    clock = clock or SystemClock()
+    clock = options.clock or SystemClock()
     report = MemberReport(task.index, task.attempt)
-    ends = {TopicPartition(t, int(p)): int(e) for t, parts in (end_offsets or {}).items() for p, e in parts.items()}
+    bounded = options.end_offsets is not None
+    ends = {TopicPartition(t, int(p)): int(e) for t, parts in (options.end_offsets or {}).items()
+            for p, e in parts.items()}
     consumer = GroupConsumer(**config)
     try:
-        consumer.subscribe(topics, listener=_Listener(report))
+        member = _Member(consumer, delivery, report, task, options)
+        consumer.subscribe(topics, listener=member)
+        if member.holding:
+            member.hold_until_all_joined(clock)
         progress = Progress(0, clock.monotonic_ms())
-        retry: dict[TopicPartition, int] = {}
         while True:
             wait = stop.wait_ms(progress, clock.monotonic_ms(), clock.wall_ms(), 500)
             batch = consumer.poll(timeout_ms=wait)
-            records, offsets = _bounded(consumer, batch, ends if end_offsets is not None else None)
-            if records:
-                deliver(records)
-                report.records += len(records)
+            records, offsets = _bounded(consumer, batch, ends if bounded else None)
+            member.commit(delivery.add(records, offsets, clock.monotonic_ms()) if offsets
+                          else delivery.due(clock.monotonic_ms()))
+            count = sum(len(r) for r in records.values())
+            if count:
+                report.records += count
                 report.batches += 1
                 progress.records = report.records
                 progress.last_record_ms = clock.monotonic_ms()
-            if retry:  # commits refused while the group rebalanced, for partitions still owned
-                offsets = {**{tp: o for tp, o in retry.items() if tp in consumer.assignment()}, **offsets}
-            if offsets:
-                retry = _commit(consumer, offsets, commit_metadata, report, task, on_commit)
-            progress.at_end = not retry and end_offsets is not None and _owned_all_at_end(consumer, ends)
+            owned_at_end = bounded and _owned_all_at_end(consumer, ends)
+            if owned_at_end and delivery.pending():
+                # everything owned is read: stage it now rather than when the file is due
+                member.commit(delivery.flush())
+            progress.at_end = owned_at_end and not member.retry and not delivery.pending()
             reason = stop.reason(progress, clock.monotonic_ms(), clock.wall_ms())
-            if reason is not None:
-                report.stop_reason = reason
-                report.member_id = consumer.group_metadata().member_id
-                return report
+            if reason is None:
+                continue
+            member.commit(delivery.flush())
+            report.stop_reason = reason
+            report.member_id = consumer.group_metadata().member_id
+            return report
     finally:
+        report.files = getattr(delivery, "files", 0)
         consumer.close(autocommit=False)
 
 
 def _bounded(consumer: GroupConsumer, batch: dict[TopicPartition, list[Any]],
-             ends: dict[TopicPartition, int] | None) -> tuple[list[Any], dict[TopicPartition, int]]:
+             ends: dict[TopicPartition, int] | None) -> tuple[Polled, Offsets]:
     """The records of ``batch`` below their partition's end, and the offsets to commit for them."""
-    records: list[Any] = []
-    offsets: dict[TopicPartition, int] = {}
+    records: Polled = {}
+    offsets: Offsets = {}
     for tp, recs in batch.items():
         if ends is None:
             kept = recs
@@ -126,18 +301,18 @@ def _bounded(consumer: GroupConsumer, batch: dict[TopicPartition, list[Any]],
             consumer.pause(tp)  # created after the job started: not part of this read
             continue
         else:
-            kept = [r for r in recs if r.offset < ends[tp]]
+            kept = recs if recs[-1].offset < ends[tp] else [r for r in recs if r.offset < ends[tp]]
             if len(kept) < len(recs):
                 consumer.pause(tp)
                 offsets[tp] = ends[tp]  # what lay between the last record and the end was no record
         if kept:
-            records.extend(kept)
+            records[tp] = kept
             offsets[tp] = max(offsets.get(tp, 0), kept[-1].offset + 1)
     return records, offsets
 
 
-def _commit(consumer: GroupConsumer, offsets: dict[TopicPartition, int], metadata: str, report: MemberReport,
-            task: TaskInfo, on_commit: OnCommit | None) -> dict[TopicPartition, int]:
+def _commit(consumer: GroupConsumer, offsets: Offsets, metadata: str, report: MemberReport,
+            task: TaskInfo, on_commit: OnCommit | None) -> Offsets:
     """Commit ``offsets``; returns those to commit again after the rebalance under way."""
     try:
         consumer.commit({tp: OffsetAndMetadata(o, metadata, -1) for tp, o in offsets.items()})

@@ -41,8 +41,9 @@ def test_members_hand_batches_over_and_a_failed_batch_comes_again(spark: Any, em
     bootstrap = embedded.bootstrap_servers
     topic, group = new_topic(bootstrap, 4), f"g-{uuid.uuid4().hex[:6]}"
     placed = produce(bootstrap, topic, 800, 4)
+    # together=False: only the failed task runs again (in a barrier stage every task would)
     reports = consume(spark, topic, config(bootstrap, group, max_poll_records=40), _Recorder(str(tmp_path)),
-                      stop=StopWhen(at_end=True, deadline=time.time() + 120), members=2)
+                      stop=StopWhen(at_end=True, deadline=time.time() + 120), members=2, together=False)
     delivered = [tuple(x) for f in tmp_path.glob("*.json") for x in json.loads(f.read_text())]
     assert (tmp_path / "failed").exists()
     assert set(delivered) == placed, "every record handed over (the failed batch again, at least once)"
@@ -77,3 +78,20 @@ def test_the_pipeline_command_runs_end_to_end(tmp_path: Any) -> None:
 
     table = pq.read_table(str(out / "aggregates"))
     assert sum(table["events"].to_pylist()) == 20000
+
+
+def test_members_that_join_together_share_the_partitions_from_the_start(spark: Any, bootstrap: str) -> None:
+    """A barrier stage's members hold their partitions until all have joined: neither reads
+    most of the records before the other is in the group (the first one used to read all)."""
+    topic, group = new_topic(bootstrap, 8), f"g-{uuid.uuid4().hex[:6]}"
+    placed = produce(bootstrap, topic, 4000, 8)
+    counts: list[int] = []
+    for _ in range(2):
+        reports = consume(spark, topic, config(bootstrap, group, max_poll_records=100), lambda batch: None,
+                          stop=StopWhen(at_end=True, deadline=time.time() + 120), members=2, together=True)
+        counts.append(sum(r.records for r in reports))
+        if counts[-1]:
+            assert max(r.records for r in reports) <= 0.6 * len(placed), [r.as_row() for r in reports]
+            assert all(r.waited_ms > 0 for r in reports)
+    assert counts == [len(placed), 0]
+    assert committed(bootstrap, group, topic, 8) == ends(placed, 8)

@@ -103,3 +103,41 @@ def test_a_micro_batch_limit_is_shared_out_and_never_exceeded() -> None:
     assert sum(ends[tp] - start for tp, start in {a: 0, b: 0, c: 100}.items()) == 10
     assert ends[a] == 2, "a partition with fewer than its share leaves the rest to the others"
     assert _within(10, {a: 5}, {a: 5}) == {a: 5}
+
+
+def test_pending_records_make_one_file_per_size_or_age_and_lost_partitions_are_dropped() -> None:
+    from groupclient.spark.arrow import records_to_batch
+    from groupclient.spark.staging import PendingFile
+
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    pending = PendingFile(file_bytes=10_000, file_ms=5000)
+    assert not pending.due(0) and pending.empty()
+    pending.add(a, records_to_batch([record(0, o) for o in range(0, 10)]), 10, now_ms=1000)
+    pending.add(b, records_to_batch([record(1, o) for o in range(5, 8)]), 8, now_ms=1200)
+    pending.add(a, records_to_batch([record(0, o) for o in range(10, 20)]), 20, now_ms=1400)
+    assert not pending.due(5999), "neither big nor old enough"
+    assert pending.due(6000), "the oldest pending record waited file_ms"
+    table, ranges, offsets = pending.take()
+    assert table is not None and table.num_rows == 23 and pending.empty()
+    assert ranges == {("t", 0): (0, 19), ("t", 1): (5, 7)} and offsets == {a: 20, b: 8}
+    pending.add(a, records_to_batch([record(0, o) for o in range(20, 400)]), 400, now_ms=7000)
+    assert pending.due(7000), "big enough"
+    pending.forget({a})
+    assert pending.empty() and pending.take() == (None, {}, {})
+    pending.add(b, None, 9, now_ms=8000)  # no record, an offset to commit (past the read's end)
+    assert pending.take() == (None, {}, {b: 9})
+
+
+@pytest.mark.parametrize("arrivals, generation, stable, classic, expected", [
+    ([3, 3], 3, True, True, 3),  # all in this generation: read now
+    ([1, -1], 1, True, True, None),  # one joined after: ask for the rebalance it waits for
+    ([1, -1], 2, True, True, 2),  # that rebalance happened already
+    ([-1, -1], 1, True, True, None),  # both were joining: this generation may lack one
+    ([4, 6], 5, True, False, 6),  # KIP-848: the highest epoch has them all
+])
+def test_a_member_reads_from_the_generation_that_has_every_member(arrivals: list[int], generation: int,
+                                                                  stable: bool, classic: bool,
+                                                                  expected: int | None) -> None:
+    from groupclient.spark.rendezvous import release_at
+
+    assert release_at(arrivals, generation, stable, classic) == expected
