@@ -15,6 +15,7 @@ import kafka.errors as kafka_errors
 from ..clock import Clock, SystemClock, Timer
 from ..errors import GroupClientError, NetworkError
 from ..network.client import NetworkClient, NetworkConfig, parse_bootstrap
+from ..network.security import PLAINTEXT, Security
 from ..error_codes import error_name
 from ..protocol.apis import ApiKey
 
@@ -75,14 +76,17 @@ def _is_retriable(exc: BaseException) -> bool:
 class AdminConnection:
     """Requests to any broker of one cluster, each waited for within a timer."""
 
-    def __init__(self, bootstrap_servers: str, timeout_ms: int = 10000,
-                 client_id: str = "groupclient-admin", clock: Clock | None = None) -> None:
+    def __init__(self, bootstrap_servers: str | list[str], timeout_ms: int = 10000,
+                 client_id: str = "groupclient-admin", clock: Clock | None = None,
+                 security: Security = PLAINTEXT) -> None:
+        """``security``: TLS and SASL, as a consumer's configuration gives them
+        (``security_from_config``)."""
         self.bootstrap_servers = bootstrap_servers
         self.timeout_ms = timeout_ms
         self.clock = clock or SystemClock()
         config = NetworkConfig(bootstrap_servers=parse_bootstrap(bootstrap_servers), client_id=client_id,
                                request_timeout_ms=timeout_ms, reconnect_backoff_ms=50,
-                               reconnect_backoff_max_ms=1000, allow_auto_create_topics=False)
+                               reconnect_backoff_max_ms=1000, allow_auto_create_topics=False, security=security)
         self.client = NetworkClient(config, self.clock, random.Random())
         self._reached = False  # some broker has answered on this connection
         self._added: dict[int, tuple[str, int]] = {}  # nodes named outside metadata (coordinators)

@@ -30,7 +30,7 @@ from .arrow import RECORD_ID, SPARK_DDL
 from .member_loop import MemberOptions, MemberReport, OnCommit, StagedDelivery, TaskInfo, run_member, task_info
 from .offsets import Offsets, end_offsets
 from .options import consumer_config, topic_list
-from .rendezvous import barrier_rendezvous, collect_rows as _collect, runs_together
+from .rendezvous import collect_rows as _collect, runs_together
 from .staging import FILE_BYTES, FILE_MS, Staging, overlapping
 from .stop import StopWhen
 
@@ -69,7 +69,7 @@ class _BatchTask:
     read_id: str
     on_commit: OnCommit | None
     deadline: float
-    together: bool
+    hold_for: int | None  # the members to wait for (a barrier stage), or None
     file_bytes: int
     file_ms: int
 
@@ -82,7 +82,7 @@ class _BatchTask:
         delivery = StagedDelivery(Staging(self.location), name, self.file_bytes, self.file_ms)
         options = MemberOptions(end_offsets=self.ends, on_commit=self.on_commit,
                                 commit_metadata=f"groupclient.spark read {self.read_id}",
-                                rendezvous=barrier_rendezvous() if self.together else None)
+                                members=self.hold_for)
         report = run_member(self.topics, self.config, delivery, StopWhen(at_end=True, deadline=self.deadline),
                             TaskInfo(index, task.attempt, self.read_id), options)
         yield report.as_row()
@@ -119,7 +119,8 @@ def run_batch_read(spark: Any, topics: Iterable[str] | str, config: Mapping[str,
     ends = end_offsets(names, cfg)
     staging = Staging(f"{staging_dir.rstrip('/')}/{read_id}")
     staging.create()
-    job = _BatchTask(names, cfg, ends, staging.uri, read_id, on_commit, time.time() + timeout_s, together_now,
+    job = _BatchTask(names, cfg, ends, staging.uri, read_id, on_commit, time.time() + timeout_s,
+                     count if together_now else None,
                      file_bytes, file_ms)
     context.setJobDescription(f"groupclient batch read of {','.join(names)} for group {cfg['group_id']}")
     try:

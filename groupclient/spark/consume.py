@@ -21,7 +21,7 @@ from .arrow import ARROW_SCHEMA, records_to_batch
 from .member_loop import HandOver, MemberOptions, MemberReport, OnCommit, Polled, TaskInfo, run_member, task_info
 from .offsets import Offsets, end_offsets
 from .options import consumer_config, topic_list
-from .rendezvous import barrier_rendezvous, collect_rows as _collect, runs_together
+from .rendezvous import collect_rows as _collect, runs_together
 from .stop import StopWhen
 
 BATCH_FORMATS = ("arrow", "pandas")
@@ -37,7 +37,9 @@ class _ConsumeTask:
     ends: Offsets | None
     on_commit: OnCommit | None
     job: str
-    together: bool
+    batch_records: int
+    batch_ms: int
+    hold_for: int | None  # the members to wait for (a barrier stage), or None
 
     def __call__(self, index: int, _rows: Iterable[Any]) -> Iterator[dict[str, Any]]:
         attempt = task_info().attempt
@@ -47,25 +49,31 @@ class _ConsumeTask:
             self.handler(table if self.batch_format == "arrow" else table.to_pandas())
 
         options = MemberOptions(end_offsets=self.ends, on_commit=self.on_commit, commit_metadata=self.job,
-                                rendezvous=barrier_rendezvous() if self.together else None)
-        report = run_member(self.topics, self.config, HandOver(deliver), self.stop,
+                                members=self.hold_for)
+        report = run_member(self.topics, self.config, HandOver(deliver, self.batch_records, self.batch_ms), self.stop,
                             TaskInfo(index, attempt, self.job), options)
         yield report.as_row()
 
 
 def consume(spark: Any, topics: Iterable[str] | str, config: Mapping[str, Any], handler: Callable[[Any], object], *,
             stop: StopWhen, members: int | None = None, batch_format: str = "arrow",
-            on_commit: OnCommit | None = None, together: bool | None = None) -> list[MemberReport]:
+            on_commit: OnCommit | None = None, together: bool | None = None, batch_records: int = 10_000,
+            batch_ms: int = 1000) -> list[MemberReport]:
     """Run ``members`` executor tasks (default: the context's parallelism) consuming
     ``topics`` as members of ``config['group_id']`` until ``stop``; returns one report per task.
 
     Members are meant to run at the same time: give the job at least ``members`` executor
     cores, or the later tasks start only when earlier ones stop.  ``together``: the members join
-    the group together before any reads (a barrier stage; None: when there is a slot for each)."""
+    the group together before any reads (a barrier stage; None: when there is a slot for each).
+    ``handler`` gets up to ``batch_records`` records at a time, gathered over polls for at most
+    ``batch_ms`` (sooner when a poll finds nothing new)."""
     names = topic_list(topics)
     cfg = consumer_config(config)
     if batch_format not in BATCH_FORMATS:
         raise ConfigurationError(f"batch_format must be one of {BATCH_FORMATS}, not {batch_format!r}")
+    for label, value in (("batch_records", batch_records), ("batch_ms", batch_ms)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigurationError(f"{label} must be a positive integer, not {value!r}")
     if not callable(handler):
         raise ConfigurationError("handler must be a function taking one batch")
     if not isinstance(stop, StopWhen):
@@ -77,7 +85,8 @@ def consume(spark: Any, topics: Iterable[str] | str, config: Mapping[str, Any], 
     together_now = runs_together(context, count, together)
     ends = end_offsets(names, cfg) if stop.at_end else None
     job = f"groupclient.spark consume {','.join(names)}"
-    task = _ConsumeTask(names, cfg, handler, stop, batch_format, ends, on_commit, job, together_now)
+    task = _ConsumeTask(names, cfg, handler, stop, batch_format, ends, on_commit, job, batch_records,
+                        batch_ms, count if together_now else None)
     context.setJobDescription(f"{job} for group {cfg['group_id']} with {count} members")
     tasks = context.parallelize(range(count), count)
     rows = _collect((tasks.barrier() if together_now else tasks).mapPartitionsWithIndex(task), together_now)

@@ -2,106 +2,82 @@
 
 Without it, the first task to join a group takes every partition and reads until the next one
 joins and a rebalance shares the partitions out: on a short read, one member reads nearly all
-of it.  With it, every member holds the partitions it is given (paused) until all the job's
-members have joined, then reads its share of the generation that has them all.
+of it.  With it, every member holds the partitions it is given (paused) until the group has all
+the job's members, then reads its share of a generation that has them all.
 
-How a member knows: Spark's barrier execution mode starts every task of the job at once, and
-``BarrierTaskContext.allGather`` hands each task what every task sent.  A member sends its
-generation (the member epoch under KIP-848's protocol; -1 while it has none) as soon as the
-coordinator knows it (it has a member id); ``allGather`` returns once all have, so every member
-is then in the group or waiting to be let in.  ``allGather`` blocks until every task calls it,
-and a member must keep polling meanwhile (a classic member that stops polling holds up the
-group's rejoin, and the others would wait for it), so it runs on a thread of its own here.
-:func:`release_at` then says which generation has them all (member_loop.py holds until then).
+Spark's barrier execution mode starts every task of the job at once (or none), so that every
+member can join.  Who has joined is the coordinator's to say: a holding member describes the
+group (DescribeGroups, or ConsumerGroupDescribe under KIP-848's protocol) every
+``DESCRIBE_EVERY_MS`` and reads once it has seen the job's member count of members (over all
+its descriptions: a fast member may read its share and leave between two) and the group and the
+member are stable.  (Spark's own exchange between barrier tasks, ``allGather``, takes a second
+per call on Spark 4.2: longer than the whole wait this way.)
 
-Runs on the executor; pyspark is imported only when a barrier task asks for its context.
+A classic member stable in an older generation learns of the rebalance the others' joins
+started only from its next heartbeat; seeing the group rebalancing, it rejoins at once instead.
+
+Runs on the executor; pyspark is imported only to ask Spark for the task slots (driver).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import threading
-from typing import Any, Protocol
+from typing import Any, Literal
+
+from ..admin.client import AdminConnection, AdminError
+from ..admin.groups import GroupAdmin
+from ..clock import Clock
+from ..network.security import security_from_config
 
 log = logging.getLogger("groupclient.spark")
 
 JOIN_TIMEOUT_MS = 60_000  # the longest a member holds its partitions waiting for the others
+DESCRIBE_EVERY_MS = 100
+_REBALANCING = {"preparingrebalance", "completingrebalance", "assigning", "reconciling"}
+
+Verdict = Literal["read", "rejoin", "wait"]
 
 
-class Rendezvous(Protocol):
-    """How the members of one job learn that all of them have joined."""
+class GroupRendezvous:
+    """Tells a holding member when the group has every member of its job."""
 
-    def arrive(self, generation: int) -> None:
-        """This member is stable in ``generation``; does not block."""
+    def __init__(self, config: dict[str, Any], members: int, clock: Clock) -> None:
+        self.members = members
+        self.group_id = str(config["group_id"])
+        self.classic = config["group_protocol"] != "consumer"
+        self._clock = clock
+        self._conn = AdminConnection(config["bootstrap_servers"], timeout_ms=5000, clock=clock,
+                                     security=security_from_config(config))
+        self._admin = GroupAdmin(self._conn)
+        self._next_ms = 0
+        self._asked_rejoin = False
+        # every member id any description showed: a fast member may read its share and leave
+        # between two descriptions, so "all have joined" is counted over time
+        self._seen: set[str] = set()
 
-    def outcome(self) -> list[int] | BaseException | None:
-        """Every member's generation when it arrived, once all have; the error that ended the
-        wait; or None while it goes on."""
-
-
-class BarrierRendezvous:
-    """A :class:`Rendezvous` over Spark's ``BarrierTaskContext.allGather``, on a daemon thread."""
-
-    def __init__(self, context: Any) -> None:
-        self._context = context
-        self._lock = threading.Lock()  # guards _outcome (written by the gathering thread)
-        self._outcome: list[int] | BaseException | None = None
-        self._started = False  # the member's thread only
-
-    def arrive(self, generation: int) -> None:
-        if self._started:
-            return
-        self._started = True
-        threading.Thread(target=self._gather, args=(generation,), daemon=True,
-                         name="groupclient-spark-rendezvous").start()
-
-    def _gather(self, generation: int) -> None:
+    def verdict(self, stable: bool) -> Verdict:
+        """``read`` once the job's members have all been seen in the group and the group and
+        this member are stable; ``rejoin`` (once) for a stable classic member of a group that is rebalancing."""
+        now = self._clock.monotonic_ms()
+        if now < self._next_ms:
+            return "wait"
+        self._next_ms = now + DESCRIBE_EVERY_MS
         try:
-            outcome: list[int] | BaseException = [int(g) for g in self._context.allGather(str(generation))]
-        except BaseException as exc:  # noqa: BLE001 - handed to the member, which logs it and reads
-            outcome = exc
-        with self._lock:
-            self._outcome = outcome
+            group = self._admin.describe_group(self.group_id, self._conn.timer(), offsets=False)
+        except AdminError as exc:  # a group still forming is not found: ask again
+            log.debug("describing group %s while waiting for its members: %s", self.group_id, exc)
+            return "wait"
+        self._seen.update(m.member_id for m in group.members)
+        state = group.state.lower()
+        if stable and state == "stable" and len(self._seen) >= self.members:
+            return "read"
+        if self.classic and stable and state in _REBALANCING and not self._asked_rejoin:
+            self._asked_rejoin = True
+            return "rejoin"
+        return "wait"
 
-    def outcome(self) -> list[int] | BaseException | None:
-        with self._lock:
-            return self._outcome
-
-
-def release_at(arrivals: list[int], generation: int, stable: bool, classic: bool) -> int | None:
-    """Once every member arrived (``arrivals``): the generation from which this member (now in
-    ``generation``, ``stable`` or not) reads, or None when it must first ask for a rebalance, and
-    then read from the generation after the one it is in.
-
-    - every member in this same generation: it has them all; read now;
-    - KIP-848: a member's epoch is the group epoch it reconciled to, and every arrival bumped the
-      group epoch, so the highest epoch of the arrivals has them all: read once there;
-    - classic: a generation after every arrival's (when one of them had a generation) was made
-      by the rebalance the others' joins started, so it has them: read now.  Otherwise, members
-      that arrived in other generations or while joining wait in the
-      coordinator for a rebalance that this member joins only when a heartbeat tells it to (up
-      to ``heartbeat_interval_ms``); asking for it now is quicker.  Every member asks, and the
-      coordinator, which waits for every member it knows of, makes one generation of them all.
-    """
-    if stable and all(g == generation for g in arrivals):
-        return generation
-    if not classic:
-        return max(arrivals)
-    if stable and 0 <= max(arrivals) < generation:
-        return generation  # a rebalance since the last one anybody was in: the one the others asked for
-    return None
-
-
-def barrier_rendezvous() -> BarrierRendezvous | None:
-    """The rendezvous of this task when it runs in a barrier stage, else None."""
-    from pyspark import BarrierTaskContext
-
-    try:
-        context = BarrierTaskContext.get()
-    except Exception:  # noqa: BLE001 - not a barrier task (pyspark raises a plain error)
-        return None
-    return BarrierRendezvous(context) if context is not None else None
+    def close(self) -> None:
+        self._conn.close()
 
 
 def free_slots(context: Any) -> int:
@@ -113,6 +89,8 @@ def free_slots(context: Any) -> int:
     if master.startswith("local"):
         inside = master[master.find("[") + 1:master.find("]")] if "[" in master else "1"
         cores = inside.split(",")[0].strip()
+        import os
+
         count = (os.cpu_count() or 1) if cores == "*" else int(cores)
         return max(1, count // task_cpus)
     executors = max(0, len(context.statusTracker().getExecutorInfos()) - 1)  # less the driver

@@ -126,18 +126,3 @@ def test_pending_records_make_one_file_per_size_or_age_and_lost_partitions_are_d
     assert pending.empty() and pending.take() == (None, {}, {})
     pending.add(b, None, 9, now_ms=8000)  # no record, an offset to commit (past the read's end)
     assert pending.take() == (None, {}, {b: 9})
-
-
-@pytest.mark.parametrize("arrivals, generation, stable, classic, expected", [
-    ([3, 3], 3, True, True, 3),  # all in this generation: read now
-    ([1, -1], 1, True, True, None),  # one joined after: ask for the rebalance it waits for
-    ([1, -1], 2, True, True, 2),  # that rebalance happened already
-    ([-1, -1], 1, True, True, None),  # both were joining: this generation may lack one
-    ([4, 6], 5, True, False, 6),  # KIP-848: the highest epoch has them all
-])
-def test_a_member_reads_from_the_generation_that_has_every_member(arrivals: list[int], generation: int,
-                                                                  stable: bool, classic: bool,
-                                                                  expected: int | None) -> None:
-    from groupclient.spark.rendezvous import release_at
-
-    assert release_at(arrivals, generation, stable, classic) == expected
