@@ -31,8 +31,10 @@ class AssignedPartitions:
     def ownership_epoch(self) -> int:
         return self.subscription.losses()
 
-    def on_ownership_lost(self, reason: str) -> None:
-        lost = self.subscription.mark_lost()
+    def on_ownership_lost(self, reason: str, loss: int | None = None) -> None:
+        lost = self.subscription.mark_lost(loss)
+        if lost is None:
+            return  # that loss was applied already, by the other thread
         self.drop_fetched()
         if lost:
             log.warning("group %s: partitions %s are lost: %s", self.group_id,

@@ -54,6 +54,7 @@ class Reconciler:
 
     def reconcile(self, timer: Timer) -> None:
         """Tell the listener of partitions lost, then reconcile the member's target, if any."""
+        self.member.drop_decided_loss()  # one the heartbeat thread decided is dropped before anything
         lost = self.subscription.take_lost()
         if lost:
             self.listener_calls.call("on_partitions_lost", lost)

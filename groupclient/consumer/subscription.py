@@ -70,6 +70,7 @@ class SubscriptionState:
         # timeout), until the listener hears of it
         self._lost: set[TopicPartition] = set()
         self._losses = 0  # how many times mark_lost ran: an assignment read before one is void
+        self._last_loss = 0  # the last of the member's numbered losses applied (mark_lost)
         self.listener: object | None = None
 
     # -- subscribing ---------------------------------------------------------------------
@@ -138,10 +139,16 @@ class SubscriptionState:
             for tp in partitions:
                 self._assignment.pop(tp, None)
 
-    def mark_lost(self) -> set[TopicPartition]:
-        """Drop the assignment at once (from the heartbeat thread: lost lease, fenced generation,
-        poll timeout)."""
+    def mark_lost(self, loss: int | None = None) -> set[TopicPartition] | None:
+        """Drop the assignment at once (from either thread: lost lease, fenced generation, poll
+        timeout).  ``loss`` numbers the member's decision to drop (a consumer-protocol member's):
+        each is applied once, by whichever thread comes first, and None is returned to the other
+        (without a number, always applied)."""
         with self._lock:
+            if loss is not None:
+                if loss <= self._last_loss:
+                    return None
+                self._last_loss = loss
             lost = set(self._assignment)
             self._assignment = {}
             self._lost |= lost

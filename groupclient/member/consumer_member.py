@@ -93,6 +93,10 @@ class ConsumerGroupMember(Coordinated):
             SESSION_REFRESH_MS)
         self.fatal_error: BaseException | None = None
         self._to_raise: BaseException | None = None  # raised once from poll()
+        # losses decided (numbered; the last one's reason) and the last dropped: see _lose
+        self._losses = 0
+        self._loss_reason = ""
+        self._losses_dropped = 0
         self.join_reason = "initial join"
         self.join_started_at = 0
 
@@ -173,8 +177,9 @@ class ConsumerGroupMember(Coordinated):
             if fenced:
                 self._clear_assignment()
                 self._join(reason)
+                loss = self._lose(reason)
         if fenced:
-            self.ownership.on_ownership_lost(reason)
+            self._drop(loss, reason)
 
     def maybe_leave_group(self, reason: str,
                           before_sending: Callable[[], None] | None = None) -> RequestFuture[None] | None:
@@ -333,6 +338,7 @@ class ConsumerGroupMember(Coordinated):
         """The heartbeat got no answer (either thread): state everything next time, after the
         backoff; a broker without the API is a refusal, named."""
         fatal: BaseException | None = None
+        loss = 0
         with self._lock:
             self._in_flight = False
             self._sent = None
@@ -344,8 +350,9 @@ class ConsumerGroupMember(Coordinated):
                 fatal = FatalGroupError(ErrorCode.UNSUPPORTED_VERSION, f"ConsumerGroupHeartbeat of group "
                                         f"{self.config.group_id!r}: {_NO_CONSUMER_PROTOCOL}")
                 self._fail(fatal)
+                loss = self._lose(str(fatal))
         if fatal is not None:
-            self.ownership.on_ownership_lost(str(fatal))
+            self._drop(loss, str(fatal))
         if isinstance(exc, DisconnectedError):
             self.mark_coordinator_dead(f"ConsumerGroupHeartbeat failed: {exc}")
 
@@ -363,6 +370,7 @@ class ConsumerGroupMember(Coordinated):
         action = action_for(error, ApiKey.CONSUMER_GROUP_HEARTBEAT)
         now = self.clock.monotonic_ms()
         lost = ""
+        loss = 0
         raised: BrokerError | None = None
         if action is Action.NONE:
             with self._lock:
@@ -392,8 +400,10 @@ class ConsumerGroupMember(Coordinated):
                 self._next_at = now
             elif action is Action.RAISE:
                 self._to_raise = self._to_raise or raised
+            if lost:
+                loss = self._lose(lost)
         if lost:
-            self.ownership.on_ownership_lost(lost)
+            self._drop(loss, lost)
         if action is Action.REDISCOVER:
             self.mark_coordinator_dead(f"ConsumerGroupHeartbeat answered {error_name(error)}")
         elif action is not Action.FATAL:
@@ -411,6 +421,34 @@ class ConsumerGroupMember(Coordinated):
         self.owned = NO_PARTITIONS
         self._target = None
         self._revoke_by = None
+
+    # -- losses: decided under the lock, dropped after it by either thread ----------------------
+    def _lose(self, reason: str) -> int:
+        """Callers hold the lock, and have just decided the partitions may be others' now: the
+        loss's number, for :meth:`_drop` once the lock is released.  The other thread may run in
+        between; its next step drops the loss itself (:meth:`drop_decided_loss`)."""
+        self._losses += 1
+        self._loss_reason = reason
+        return self._losses
+
+    def _drop(self, loss: int, reason: str) -> None:
+        """Drop the partitions of a loss decided (outside the lock); a loss the other thread
+        dropped already is not dropped again (nor what was assigned since)."""
+        self.ownership.on_ownership_lost(reason, loss)
+        with self._lock:
+            self._losses_dropped = max(self._losses_dropped, loss)
+
+    def drop_decided_loss(self) -> bool:
+        """Either thread, before it hands out a record or reconciles: drop a loss the other thread
+        decided and has not dropped yet.  The member says it owns nothing from the decision on, so
+        a poll() in between would find no lease to end and hand out records of partitions that
+        may be others' already.  True if there was one."""
+        with self._lock:
+            loss, reason = self._losses, self._loss_reason
+            if loss <= self._losses_dropped:
+                return False
+        self._drop(loss, reason)
+        return True
 
     def _took(self, response: Any, stated: SentFields | None, sent_epoch: int, sent_at: int, now: int) -> None:
         """Callers hold the lock: a heartbeat answered without error."""
@@ -475,13 +513,13 @@ class ConsumerGroupMember(Coordinated):
         """The broker may have given the partitions away: drop them, now.  Either the partitions it
         asked back were not given up within the rebalance timeout (the member is fenced by then), or
         no heartbeat was answered within the group's session timeout (the member is expired by then:
-        it joins again at epoch 0, as after a fence).  True if it dropped them."""
+        it joins again at epoch 0, as after a fence).  A loss the other thread decided and has not
+        dropped yet is dropped here too.  True if it dropped them."""
         session_ms = self.session.timeout_ms
         with self._lock:
             if self.state not in IN_GROUP:
-                return False
-            session_end = self._session_end(session_ms)
-            if session_end is not None and now >= session_end:
+                reason = ""
+            elif (session_end := self._session_end(session_ms)) is not None and now >= session_end:
                 reason = (f"no heartbeat was answered within the group's session timeout ({session_ms} ms, "
                           f"consumer.session.timeout.ms); the partitions may belong to others now")
                 self._clear_assignment()
@@ -492,9 +530,13 @@ class ConsumerGroupMember(Coordinated):
                           f"timeout (max_poll_interval_ms={self.config.rebalance_timeout_ms}); they may belong to "
                           "others now")
             else:
-                return False
+                reason = ""
+            loss = self._lose(reason) if reason else 0
+        if not reason:
+            # the other thread may have decided a loss (the lease, a fence) and not dropped it yet
+            return self.drop_decided_loss()
+        self._drop(loss, reason)
         log.warning("group %s: %s", self.config.group_id, reason)
-        self.ownership.on_ownership_lost(reason)
         return True
 
     def leave_if_poll_timed_out(self, now: int, before_sending: Callable[[], None]) -> tuple[bool, RequestFuture[None] | None]:
@@ -504,8 +546,11 @@ class ConsumerGroupMember(Coordinated):
         with self._lock:
             if self.state not in IN_GROUP or self._last_poll_ok(now):
                 return False, None
-            self._transition(S.LEAVING, "poll() was not called within max_poll_interval_ms", logging.WARNING)
+            reason = "poll() was not called within max_poll_interval_ms"
+            self._transition(S.LEAVING, reason, logging.WARNING)
             self._leave_fields()
+            loss = self._lose(reason)
+        self._drop(loss, reason)  # a poll() from now on finds it dropped
         before_sending()
         if self.coordinator_unknown():
             with self._lock:

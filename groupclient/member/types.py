@@ -63,8 +63,10 @@ class PartitionOwnership(Protocol):
     def ownership_epoch(self) -> int:
         """Changes whenever the partitions are dropped (``on_ownership_lost``)."""
 
-    def on_ownership_lost(self, reason: str) -> None:
-        """The partitions may belong to others already: drop them at once."""
+    def on_ownership_lost(self, reason: str, loss: int | None = None) -> None:
+        """The partitions may belong to others already: drop them at once.  ``loss`` numbers the
+        member's decision to drop them: called again with the same number (the other thread
+        finishing that loss), it does nothing."""
 
 
 class RebalanceHooks(Protocol):

@@ -11,10 +11,13 @@ from typing import Any
 
 import pytest
 
+from groupclient.member.consumer_member import ConsumerGroupMember
+from groupclient.structs import TopicPartition
 from groupclient.testing import GroupSimulation
 
 Sim = Callable[..., GroupSimulation]
 CONSUMER: dict[str, Any] = {"group_protocol": "consumer"}
+SESSION_MS = 10_000  # the simulator's group_consumer_session_timeout_ms
 
 
 def require(condition: bool, what: str) -> None:
@@ -122,3 +125,74 @@ def test_a_static_member_back_after_its_target_changed_joins_at_the_target_epoch
     assert sim.run_until(lambda: b.consumer.group_metadata().generation_id != 0 or not b.alive, 5_000)
     assert b.alive and b.consumer.group_metadata().generation_id > 0, b.errors
     assert sim.run_until(sim.converged, 30_000), sim.describe()
+
+
+UNDROPPED_LOSS = (  # fixed: ConsumerGroupMember numbers each loss it decides; the next step of either thread drops it
+    "member: a loss the heartbeat thread decides (the lease ran out after a SIGSTOP past the session, a "
+    "fence, a refusal) is two steps: under the member's lock it forgets the assignment and joins again "
+    "(member/consumer_member.py check_lease, _handle_heartbeat, reset_generation_if), and only after "
+    "releasing it does it drop the partitions (ownership.on_ownership_lost).  A poll() of the application "
+    "thread in between finds the member joining and owning nothing, so its own check_lease sees no lease "
+    "to end, and it hands out records of partitions the coordinator has given to another member, before "
+    "on_partitions_lost (or reconciles the rejoin's target against them, as revoked); the drop lands only "
+    "after.  Java's ConsumerMembershipManager.transitionToFenced keeps the member FENCED, not joining, "
+    "until onPartitionsLost has run and the subscription is cleared")
+
+
+def test_a_member_resumed_past_its_session_hands_out_nothing_it_owned_before_the_loss(make_sim: Sim) -> None:
+    """a and b own three partitions each; a is frozen (SIGSTOP) past its session and b is given
+    a's partitions.  On resuming, a's heartbeat thread ends the lease first and is switched out
+    between deciding the loss and dropping the partitions (here: it blocks there for 200 ms); a's
+    application polls meanwhile.  That poll must not return a record of what a owned before."""
+    sim = make_sim(seed=1, topics={"t": 6}, check_invariants=False)
+    a = sim.add_member("a", **CONSUMER)
+    b = sim.add_member("b", **CONSUMER)
+    require(sim.run_until(sim.converged, 30_000), "a group of two")
+    sim.produce("t", 600)
+    require(sim.run_until(lambda: all(sum(len(v) for v in m.delivered.values()) > 0 for m in (a, b)), 10_000),
+            "both members consuming")
+    before = set(a.owned())
+    member = a.consumer._member
+    require(isinstance(member, ConsumerGroupMember) and member.session.timeout_ms == SESSION_MS,
+            "a knows the group's session timeout")
+    assert isinstance(member, ConsumerGroupMember)
+    batches: list[tuple[int, set[TopicPartition]]] = []
+    a.on_batch = lambda m, batch: batches.append((sim.now, set(batch)))
+    held_up: list[int] = []
+    real = member.ownership
+
+    class DropAfterASwitch:
+        """The member's PartitionOwnership, with the heartbeat thread switched out just before it
+        drops the partitions (a slow log write, the scheduler)."""
+
+        def owns_partitions(self) -> bool:
+            return real.owns_partitions()
+
+        def ownership_epoch(self) -> int:
+            return real.ownership_epoch()
+
+        def on_ownership_lost(self, reason: str, *more: Any) -> None:
+            actor = sim.scheduler.current_actor()
+            if actor is not None and actor.name.startswith("groupclient-heartbeat") and not held_up:
+                held_up.append(sim.now)
+                sim.scheduler.sleep(200)
+            real.on_ownership_lost(reason, *more)
+
+    member.ownership = DropAfterASwitch()
+    # a's application is between polls when it is stopped, and polls again 100 ms after it resumes:
+    # its heartbeat thread, which sees the lease ended, runs first
+    frozen_ms = SESSION_MS + 5_000
+    resumed_at = sim.now + frozen_ms
+    sim.pause("a", frozen_ms + 100)
+    sim.run_for(1_500)
+    sim.stall("a", frozen_ms - 1_500)
+    require(sim.run_until(lambda: before <= b.owned(), frozen_ms - 1_500), "b was given a's partitions")
+    sim.produce("t", 60)
+    sim.run_for(resumed_at - sim.now + 2_000)
+    require(bool(held_up) and held_up[0] >= resumed_at, "a's heartbeat thread ended the lease on resuming")
+    lost_at = min((e.at_ms for e in a.events if e.kind == "lost" and e.at_ms >= resumed_at), default=None)
+    stale = [(at, sorted(tp.partition for tp in partitions & before)) for at, partitions in batches
+             if at >= resumed_at and (lost_at is None or at < lost_at) and partitions & before]
+    assert not stale, (f"a resumed at {resumed_at} and handed out records of partitions b owns: {stale} "
+                       f"(on_partitions_lost at {lost_at})\n{UNDROPPED_LOSS}")
+    assert lost_at is not None and lost_at < held_up[0] + 200, "the loss waited for the heartbeat thread"
