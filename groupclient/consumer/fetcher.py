@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from ..protocol.apis import ApiKey
 from ..protocol.error_table import Action, action_for, error_for
 from ..error_codes import error_name
 from .deserializers import bind
+from .columns import RecordColumns, decode_columns
 from .records import decode_batches, next_offset
 from .subscription import DeliveryTag, SubscriptionState
 
@@ -74,6 +76,11 @@ class CompletedFetch:
         # the records before it are handed out, then it is raised (fetched_records)
         self.error: Exception | None = None
         self._error_after_batch: Exception | None = None  # once the records before it are taken
+        # drained as columns instead (take_columns): all of it decoded at once, and the index of
+        # the next record to hand out
+        self._columns: RecordColumns | None = None
+        self._column_index = 0
+        self._columns_error: Exception | None = None
 
     def _decoder(self) -> Iterator[list[ConsumerRecord]]:
         if self._batches is None:
@@ -125,7 +132,27 @@ class CompletedFetch:
             self._index = j
         return out
 
+    def take_columns(self, limit: int, start: int) -> list[RecordColumns]:
+        """:meth:`take` as columns (columns.py): up to ``limit`` records from offset ``start`` on,
+        in one part.  An answer is drained either way, not both."""
+        if self._columns is None:
+            if self._batches is not None:
+                raise InternalError("a fetch answer was drained both as records and as columns")
+            tp = self.tp
+            self._columns, self._columns_error = decode_columns(self._data, self.fetch_offset, tp.topic,
+                                                                tp.partition, self._config.check_crcs)
+        columns = self._columns
+        first = bisect_left(columns.offsets, start, self._column_index)  # rare: a seek into this answer
+        last = min(len(columns), first + limit)
+        self._column_index = last
+        if last == len(columns) and self._columns_error is not None:
+            # raised after the records before it, as take() does
+            self.error, self._columns_error = self._columns_error, None
+        return [columns.part(first, last)] if last > first else []
+
     def exhausted(self) -> bool:
+        if self._columns is not None:
+            return self._column_index >= len(self._columns)
         return not self._next_record_ready()
 
 
@@ -265,11 +292,20 @@ class Fetcher:
     def fetched_records(self, max_records: int, delivered: bool = True) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Drain up to ``max_records`` decoded records and advance the positions; ``delivered``
         False leaves the commit positions to the caller (an iterator yields one at a time)."""
+        records: dict[TopicPartition, list[ConsumerRecord]] = self._drain(max_records, delivered, False)
+        return records
+
+    def fetched_columns(self, max_records: int) -> dict[TopicPartition, list[RecordColumns]]:
+        """:meth:`fetched_records` as columns (columns.py), delivered."""
+        columns: dict[TopicPartition, list[RecordColumns]] = self._drain(max_records, True, True)
+        return columns
+
+    def _drain(self, max_records: int, delivered: bool, columnar: bool) -> dict[TopicPartition, list[Any]]:
         with self._lock:
             fatal = self.fatal_error
         if fatal is not None:
             raise fatal
-        result: dict[TopicPartition, list[ConsumerRecord]] = {}
+        result: dict[TopicPartition, list[Any]] = {}
         tags = self.tags = {}
         remaining = max_records
         paused = self.subscription.not_drained()
@@ -293,17 +329,23 @@ class Fetcher:
                 if position < completed.fetch_offset:
                     continue
                 completed.fetch_offset = position
-            records = completed.take(remaining, position)
-            tag = records and self.subscription.advance(tp, position, records[-1].offset + 1, delivered,
-                                                        records[-1].leader_epoch)
+            if columnar:
+                records: list[Any] = completed.take_columns(remaining, position)
+                count = sum(len(part) for part in records)
+                last, epoch = (records[-1].last_offset, records[-1].last_epoch) if records else (0, -1)
+            else:
+                records = completed.take(remaining, position)
+                count = len(records)
+                last, epoch = (records[-1].offset, records[-1].leader_epoch) if records else (0, -1)
+            tag = count and self.subscription.advance(tp, position, last + 1, delivered, epoch)
             if tag:
                 if tags.get(tp, tag) != tag:
                     # the application seeked while this call drained: what came before is void
                     del result[tp]
                 tags[tp] = tag
                 result.setdefault(tp, []).extend(records)
-                remaining -= len(records)
-                position = completed.fetch_offset = records[-1].offset + 1
+                remaining -= count
+                position = completed.fetch_offset = last + 1
             if completed.error is not None:
                 # every record before the error is handed out; the position stays at the batch
                 # that failed, so the error comes again until the application seeks past it

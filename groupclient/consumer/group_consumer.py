@@ -45,6 +45,7 @@ from .assigned import AssignedPartitions
 from .commits import CommitCallback, OffsetCommitter
 from .config import build_config, check_name, default_config
 from .settings import ConsumerSettings, Unpack, docstring_section
+from .columns import RecordColumns
 from .fetcher import FetchConfig, Fetcher
 from .group_hooks import ConsumerGroupHooks
 from .group_polling import GroupPolling
@@ -298,6 +299,20 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
     # -- polling -------------------------------------------------------------------------
     def poll(self, timeout_ms: int = 0, max_records: int | None = None, update_offsets: bool = True) -> Records:
         """Records per partition, at most ``max_records`` (default max_poll_records)."""
+        records: Records = self._poll(timeout_ms, max_records, update_offsets, columnar=False)
+        return records
+
+    def _poll_columns(self, timeout_ms: int, max_records: int | None = None) -> dict[TopicPartition, list[RecordColumns]]:
+        """For groupclient.spark: poll() with each partition's records as columns
+        (consumer/columns.py), no Python object per record.  Interceptors take ConsumerRecords,
+        so a consumer with interceptors refuses it."""
+        if self._interceptors:
+            raise ConfigurationError("interceptors take ConsumerRecords: a columnar poll cannot call them")
+        columns: dict[TopicPartition, list[RecordColumns]] = self._poll(timeout_ms, max_records, True, columnar=True)
+        return columns
+
+    def _poll(self, timeout_ms: int, max_records: int | None, update_offsets: bool,
+              columnar: bool) -> dict[TopicPartition, list[Any]]:
         with self._ownership.acquired():
             self._ensure_open()
             if self._subscription.type is SubscriptionType.NONE:
@@ -307,7 +322,12 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
             if timeout_ms < 0:
                 raise ConfigurationError("timeout_ms must not be negative")
             limit = max_records or self.config["max_poll_records"]
-            records = self._poll_records(Timer(self._clock, timeout_ms), limit, update_offsets)
+            records = self._poll_records(Timer(self._clock, timeout_ms), limit, update_offsets, columnar)
+            if columnar:
+                if records and self._metrics is not None:
+                    self._metrics.on_records_delivered(sum(len(part) for parts in records.values() for part in parts),
+                                                       self._fetcher.take_drained_bytes())
+                return records
             if records and self._metrics is not None:
                 # bytes counted per fetch answer handed out, not per record (the hot path)
                 self._metrics.on_records_delivered(sum(len(batch) for batch in records.values()),
@@ -329,7 +349,8 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         tags = self._fetcher.tags
         return records, {tp: tags[tp] for tp in records if tp in tags}
 
-    def _poll_records(self, timer: Timer, limit: int, delivered: bool) -> Records:
+    def _poll_records(self, timer: Timer, limit: int, delivered: bool,
+                      columnar: bool = False) -> dict[TopicPartition, list[Any]]:
         while True:
             self._raise_pending()
             ready = self._poll_group(timer)
@@ -337,7 +358,8 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
             # after, it would lose them (their positions moved, and with them the commits)
             self._raise_pending()
             if ready and self._positions_known_in_time(timer):
-                records = self._fetcher.fetched_records(limit, delivered)
+                records: dict[TopicPartition, list[Any]] = (
+                    self._fetcher.fetched_columns(limit) if columnar else self._fetcher.fetched_records(limit, delivered))
                 self._fetcher.send_fetches()
                 if records:
                     return records

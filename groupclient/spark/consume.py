@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import ConfigurationError
 import pyarrow as pa
 
-from .arrow import ARROW_SCHEMA, records_to_batch
+from .arrow import ARROW_SCHEMA, columns_to_batch
 from .member_loop import HandOver, MemberOptions, MemberReport, OnCommit, Polled, TaskInfo, run_member, task_info
 from .offsets import Offsets, end_offsets
 from .options import consumer_config, topic_list
@@ -45,7 +45,7 @@ class _ConsumeTask:
         attempt = task_info().attempt
 
         def deliver(records: Polled) -> None:
-            table = pa.Table.from_batches([records_to_batch(r) for r in records.values()], schema=ARROW_SCHEMA)
+            table = pa.Table.from_batches([columns_to_batch(parts) for parts in records.values()], schema=ARROW_SCHEMA)
             self.handler(table if self.batch_format == "arrow" else table.to_pandas())
 
         options = MemberOptions(end_offsets=self.ends, on_commit=self.on_commit, commit_metadata=self.job,

@@ -18,6 +18,7 @@ Runs on the executor; imports nothing from pyspark, so it is tested without Spar
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -27,14 +28,16 @@ from ..structs import OffsetAndMetadata, TopicPartition
 from ..clock import Clock, SystemClock
 from ..consumer.group_consumer import GroupConsumer
 from ..errors import CommitFailedError, KafkaTimeoutError, RebalanceInProgressError
-from .arrow import records_to_batch
+from ..consumer.columns import RecordColumns
+from .arrow import columns_to_batch
 from .rendezvous import JOIN_TIMEOUT_MS, GroupRendezvous
 from .staging import PendingFile, Staging
 from .stop import Progress, StopWhen
 
 log = logging.getLogger("groupclient.spark")
 
-Polled = dict[TopicPartition, list[Any]]  # a poll's records below the end offsets, by partition
+# a poll's records below the end offsets, by partition, as columns (consumer/columns.py)
+Polled = dict[TopicPartition, list[RecordColumns]]
 Offsets = dict[TopicPartition, int]
 OnCommit = Callable[["TaskInfo", dict[tuple[str, int], int]], None]
 EndOffsets = Mapping[str, Mapping[int, int]]  # topic -> partition -> end offset (plain, picklable)
@@ -82,7 +85,7 @@ class HandOver:
     def add(self, records: Polled, offsets: Offsets, now_ms: int) -> Offsets:
         for tp, recs in records.items():
             self._records.setdefault(tp, []).extend(recs)
-            self._count += len(recs)
+            self._count += sum(len(part) for part in recs)
         self._offsets.update(offsets)
         if self._since_ms is None:
             self._since_ms = now_ms
@@ -104,7 +107,7 @@ class HandOver:
 
     def forget(self, partitions: set[TopicPartition]) -> None:
         for tp in partitions:
-            self._count -= len(self._records.pop(tp, []))
+            self._count -= sum(len(part) for part in self._records.pop(tp, []))
             self._offsets.pop(tp, None)
         if not self._offsets:
             self._since_ms = None
@@ -126,7 +129,7 @@ class StagedDelivery:
     def add(self, records: Polled, offsets: Offsets, now_ms: int) -> Offsets:
         for tp, offset in offsets.items():
             recs = records.get(tp)
-            self.pending_file.add(tp, records_to_batch(recs) if recs else None, offset, now_ms)
+            self.pending_file.add(tp, columns_to_batch(recs) if recs else None, offset, now_ms)
         return self.due(now_ms)
 
     def due(self, now_ms: int) -> Offsets:
@@ -281,11 +284,11 @@ def run_member(topics: list[str], config: dict[str, Any], delivery: Delivery, st
         progress = Progress(0, clock.monotonic_ms())
         while True:
             wait = stop.wait_ms(progress, clock.monotonic_ms(), clock.wall_ms(), 500)
-            batch = consumer.poll(timeout_ms=wait)
+            batch = consumer._poll_columns(timeout_ms=wait)  # noqa: SLF001 - the columnar poll is groupclient.spark's
             records, offsets = _bounded(consumer, batch, ends if bounded else None)
             member.commit(delivery.add(records, offsets, clock.monotonic_ms()) if offsets
                           else delivery.due(clock.monotonic_ms()))
-            count = sum(len(r) for r in records.values())
+            count = sum(len(part) for parts in records.values() for part in parts)
             if count:
                 report.records += count
                 progress.records = report.records
@@ -307,25 +310,28 @@ def run_member(topics: list[str], config: dict[str, Any], delivery: Delivery, st
         consumer.close(autocommit=False)
 
 
-def _bounded(consumer: GroupConsumer, batch: dict[TopicPartition, list[Any]],
-             ends: dict[TopicPartition, int] | None) -> tuple[Polled, Offsets]:
+def _bounded(consumer: GroupConsumer, batch: Polled, ends: dict[TopicPartition, int] | None) -> tuple[Polled, Offsets]:
     """The records of ``batch`` below their partition's end, and the offsets to commit for them."""
     records: Polled = {}
     offsets: Offsets = {}
-    for tp, recs in batch.items():
+    for tp, parts in batch.items():
         if ends is None:
-            kept = recs
+            kept = parts
         elif tp not in ends:
             consumer.pause(tp)  # created after the job started: not part of this read
             continue
         else:
-            kept = recs if recs[-1].offset < ends[tp] else [r for r in recs if r.offset < ends[tp]]
-            if len(kept) < len(recs):
+            end = ends[tp]
+            kept = [part for part in parts if part.offsets[0] < end]
+            if kept and kept[-1].last_offset >= end:
+                kept[-1] = kept[-1].part(0, bisect_left(kept[-1].offsets, end))
+            if len(kept) < len(parts) or parts[-1].last_offset >= end:
                 consumer.pause(tp)
-                offsets[tp] = ends[tp]  # what lay between the last record and the end was no record
+                offsets[tp] = end  # what lay between the last record and the end was no record
+            kept = [part for part in kept if len(part)]
         if kept:
             records[tp] = kept
-            offsets[tp] = max(offsets.get(tp, 0), kept[-1].offset + 1)
+            offsets[tp] = max(offsets.get(tp, 0), kept[-1].last_offset + 1)
     return records, offsets
 
 

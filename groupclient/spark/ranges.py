@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -12,7 +13,7 @@ from ..structs import TopicPartition
 from ..clock import Clock, SystemClock
 from ..consumer.group_consumer import GroupConsumer
 from ..errors import KafkaTimeoutError
-from .arrow import records_to_batch
+from .arrow import columns_to_batch
 from .options import without_group
 
 
@@ -42,10 +43,11 @@ def read_range(config: dict[str, Any], span: OffsetRange, timeout_ms: int,
         consumer.assign([tp])
         consumer.seek(tp, span.start)
         while True:
-            batch = consumer.poll(timeout_ms=500).get(tp, [])
-            kept = [r for r in batch if span.start <= r.offset < span.end]
-            if kept:
-                yield records_to_batch(kept)
+            parts = consumer._poll_columns(timeout_ms=500).get(tp, [])  # noqa: SLF001 - groupclient.spark's
+            kept = [part.part(bisect_left(part.offsets, span.start), bisect_left(part.offsets, span.end))
+                    for part in parts]
+            if any(len(part) for part in kept):
+                yield columns_to_batch(kept)
             if consumer.position(tp) >= span.end:
                 return
             if clock.monotonic_ms() >= give_up:
