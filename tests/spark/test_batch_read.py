@@ -57,9 +57,11 @@ def test_a_task_that_dies_right_after_a_commit_loses_no_offset(spark: Any, embed
     bootstrap = embedded.bootstrap_servers
     topic, group = new_topic(bootstrap, 4), f"g-{uuid.uuid4().hex[:6]}"
     placed = produce(bootstrap, topic, 2000, 4)
+    # small files: many files and commits per member, so the task dies in the middle of its read
     read = run_batch_read(spark, topic, config(bootstrap, group, max_poll_records=20), members=2,
-                          on_commit=_DieOnce(str(tmp_path / "died")))
+                          on_commit=_DieOnce(str(tmp_path / "died")), file_bytes=4000)
     assert (tmp_path / "died").exists()
+    assert sum(r.batches for r in read.reports) > 4, "several files per member"
     assert len(read.reports) == 2 and {r.stop_reason for r in read.reports} == {StopWhen.AT_END}
     got = offsets_of(read.dataframe)
     assert sorted(got) == sorted(placed), "no offset lost, none twice"
