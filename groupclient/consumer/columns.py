@@ -10,8 +10,8 @@ Headers, rare in bulk data, are decoded per record when a record has any.
 The same records as :func:`.records.decode_batches`, from the same bytes: transaction markers
 skipped, records before the fetch offset skipped, CRCs checked when asked; an error (a CRC
 mismatch, a missing codec) ends the columns at the batch before it and is handed back to be
-raised once those are taken.  Message formats before v2 (Kafka 0.10 and older) are decoded by
-kafka-python record by record, then put in columns.
+raised once those are taken.  The old message formats (v0, v1: brokers before Kafka 4) are decoded
+by the record decoder, then put in columns.
 """
 
 from __future__ import annotations
@@ -19,12 +19,11 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass
 
-from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.util import calc_crc32c
 
 from .codecs import decompress
-from .records import (_COMPRESSION_MASK, _CONTROL_MASK, _CRC_START, _HEADER, _TIMESTAMP_TYPE_MASK,
-                      _ZZ1, _ZZ2, Headers, _corrupt, _varint)
+from .records import (_BASE_AND_LENGTH, _COMPRESSION_MASK, _CONTROL_MASK, _CRC_START, _HEADER, _MAGIC_AT,
+                      _TIMESTAMP_TYPE_MASK, _ZZ1, _ZZ2, Headers, _corrupt, _varint, decode_batches)
 
 
 @dataclass
@@ -88,19 +87,18 @@ def decode_columns(data: bytes, fetch_offset: int, topic: str, partition: int,
     error: Exception | None = None
     pos, end = 0, len(buf)
     compressed = False
-    legacy: list[DefaultRecordBatch] = []
     try:
-        while pos + _HEADER.size <= end:
-            (base_offset, length, epoch, magic, crc, attributes, last_delta, base_ts, max_ts, _, _, _,
-             count) = _HEADER.unpack_from(buf, pos)
+        while pos + _MAGIC_AT + 1 <= end:
+            base_offset, length = _BASE_AND_LENGTH.unpack_from(buf, pos)
             batch_end = pos + 12 + length
             if batch_end > end:
                 break  # a partial batch at the end of a fetch answer: fetched again next time
+            if buf[pos + _MAGIC_AT] < 2:
+                # the old formats (a broker before Kafka 4): rare, so record by record
+                return _from_records(buf, fetch_offset, topic, partition, check_crcs)
+            (_, _, epoch, _, crc, attributes, last_delta, base_ts, max_ts, _, _, _,
+             count) = _HEADER.unpack_from(buf, pos)
             if base_offset + last_delta < fetch_offset:
-                pos = batch_end
-                continue
-            if magic != 2:
-                legacy.append(DefaultRecordBatch(buf[pos:batch_end]))
                 pos = batch_end
                 continue
             if check_crcs and calc_crc32c(memoryview(buf)[pos + _CRC_START:batch_end]) != crc:
@@ -117,22 +115,22 @@ def decode_columns(data: bytes, fetch_offset: int, topic: str, partition: int,
             pos = batch_end
     except Exception as exc:  # the batches before it go out first (as the record decoder's)
         error = exc
-    if legacy:
-        return _legacy_columns(legacy, fetch_offset, topic, partition), error
     if not compressed:
-        return _decode(buf, [(start, *rest) for _, start, _, *rest in sections], fetch_offset, topic,
-                       partition), error
+        columns, failed = _decode(buf, [(start, *rest) for _, start, _, *rest in sections], fetch_offset, topic,
+                                  partition)
+        return columns, failed or error
     # one buffer of every records section, one after the other: positions are positions in it
     joined = bytearray()
     placed = []
     for section, start, stop, *rest in sections:
         placed.append((len(joined), *rest))
         joined += memoryview(section)[start:stop]
-    return _decode(bytes(joined), placed, fetch_offset, topic, partition), error
+    columns, failed = _decode(bytes(joined), placed, fetch_offset, topic, partition)
+    return columns, failed or error
 
 
 def _decode(b: bytes, sections: list[tuple[int, ...]], fetch_offset: int, topic: str,
-            partition: int) -> RecordColumns:
+            partition: int) -> tuple[RecordColumns, Exception | None]:
     """The hot loop: varints inline as in records._decode_v2, each field appended to its array."""
     offsets, timestamps = array("q"), array("q")
     key_at, key_length, value_at, value_length = array("q"), array("q"), array("q"), array("q")
@@ -142,104 +140,119 @@ def _decode(b: bytes, sections: list[tuple[int, ...]], fetch_offset: int, topic:
     add_value_at, add_value_length = value_at.append, value_length.append
     zz1, zz2 = _ZZ1, _ZZ2
     epochs: list[tuple[int, int]] = []
+    failed: Exception | None = None
     for p, count, base_offset, base_ts, log_ts, epoch in sections:
         if not epochs or epochs[-1][1] != epoch:
             epochs.append((len(offsets), epoch))
-        for _ in range(count):
-            while b[p] & 0x80:  # the record length
-                p += 1
-            byte = b[p + 2]  # past the record attributes: the timestamp delta
-            if byte < 0x80:
-                ts_delta = zz1[byte]
-                p += 3
-            elif (more := b[p + 3]) < 0x80:
-                ts_delta = zz2[(byte & 0x7F) | (more << 7)]
-                p += 4
-            else:
-                ts_delta, p = _varint(b, p + 2)
-            byte = b[p]
-            if byte < 0x80:
-                offset_delta = zz1[byte]
-                p += 1
-            elif (more := b[p + 1]) < 0x80:
-                offset_delta = zz2[(byte & 0x7F) | (more << 7)]
-                p += 2
-            else:
-                offset_delta, p = _varint(b, p)
-            byte = b[p]
-            if byte < 0x80:
-                key_len = zz1[byte]
-                p += 1
-            elif (more := b[p + 1]) < 0x80:
-                key_len = zz2[(byte & 0x7F) | (more << 7)]
-                p += 2
-            else:
-                key_len, p = _varint(b, p)
-            key_start = p
-            if key_len > 0:
-                p += key_len
-            byte = b[p]
-            if byte < 0x80:
-                value_len = zz1[byte]
-                p += 1
-            elif (more := b[p + 1]) < 0x80:
-                value_len = zz2[(byte & 0x7F) | (more << 7)]
-                p += 2
-            else:
-                value_len, p = _varint(b, p)
-            value_start = p
-            if value_len > 0:
-                p += value_len
-            record_headers: Headers = []
-            if b[p] == 0:  # no headers: the usual case
-                p += 1
-            else:
-                header_count, p = _varint(b, p)
-                for _ in range(header_count):
-                    hk_len, p = _varint(b, p)
-                    hk = b[p : p + hk_len].decode()
-                    p += hk_len
-                    hv_len, p = _varint(b, p)
-                    hv = None
-                    if hv_len >= 0:
-                        hv, p = b[p : p + hv_len], p + hv_len
-                    record_headers.append((hk, hv))
-            offset = base_offset + offset_delta
-            if offset < fetch_offset:
-                continue
-            if record_headers and headers is None:
-                headers = [[] for _ in range(len(offsets))]
+        kept = len(offsets)
+        try:
+            for _ in range(count):
+                while b[p] & 0x80:  # the record length
+                    p += 1
+                byte = b[p + 2]  # past the record attributes: the timestamp delta
+                if byte < 0x80:
+                    ts_delta = zz1[byte]
+                    p += 3
+                elif (more := b[p + 3]) < 0x80:
+                    ts_delta = zz2[(byte & 0x7F) | (more << 7)]
+                    p += 4
+                else:
+                    ts_delta, p = _varint(b, p + 2)
+                byte = b[p]
+                if byte < 0x80:
+                    offset_delta = zz1[byte]
+                    p += 1
+                elif (more := b[p + 1]) < 0x80:
+                    offset_delta = zz2[(byte & 0x7F) | (more << 7)]
+                    p += 2
+                else:
+                    offset_delta, p = _varint(b, p)
+                byte = b[p]
+                if byte < 0x80:
+                    key_len = zz1[byte]
+                    p += 1
+                elif (more := b[p + 1]) < 0x80:
+                    key_len = zz2[(byte & 0x7F) | (more << 7)]
+                    p += 2
+                else:
+                    key_len, p = _varint(b, p)
+                key_start = p
+                if key_len > 0:
+                    p += key_len
+                byte = b[p]
+                if byte < 0x80:
+                    value_len = zz1[byte]
+                    p += 1
+                elif (more := b[p + 1]) < 0x80:
+                    value_len = zz2[(byte & 0x7F) | (more << 7)]
+                    p += 2
+                else:
+                    value_len, p = _varint(b, p)
+                value_start = p
+                if value_len > 0:
+                    p += value_len
+                record_headers: Headers = []
+                if b[p] == 0:  # no headers: the usual case
+                    p += 1
+                else:
+                    header_count, p = _varint(b, p)
+                    for _ in range(header_count):
+                        hk_len, p = _varint(b, p)
+                        hk = b[p : p + hk_len].decode()
+                        p += hk_len
+                        hv_len, p = _varint(b, p)
+                        hv = None
+                        if hv_len >= 0:
+                            hv, p = b[p : p + hv_len], p + hv_len
+                        record_headers.append((hk, hv))
+                offset = base_offset + offset_delta
+                if offset < fetch_offset:
+                    continue
+                if record_headers and headers is None:
+                    headers = [[] for _ in range(len(offsets))]
+                if headers is not None:
+                    headers.append(record_headers)
+                add_offset(offset)
+                add_ts(log_ts if log_ts >= 0 else base_ts + ts_delta)
+                add_key_at(key_start)
+                add_key_length(key_len)
+                add_value_at(value_start)
+                add_value_length(value_len)
+        except Exception as exc:  # a malformed record: its batch goes, the batches before stay
+            for column in (offsets, timestamps, key_at, key_length, value_at, value_length):
+                del column[kept:]
             if headers is not None:
-                headers.append(record_headers)
-            add_offset(offset)
-            add_ts(log_ts if log_ts >= 0 else base_ts + ts_delta)
-            add_key_at(key_start)
-            add_key_length(key_len)
-            add_value_at(value_start)
-            add_value_length(value_len)
+                del headers[kept:]
+            epochs = [(first, e) for first, e in epochs if first < kept]
+            failed = exc
+            break
     return RecordColumns(topic, partition, b, offsets, timestamps, key_at, key_length, value_at, value_length,
-                         headers, epochs)
+                         headers, epochs), failed
 
 
-def _legacy_columns(batches: list[DefaultRecordBatch], fetch_offset: int, topic: str, partition: int) -> RecordColumns:
-    """Message formats before v2, record by record (kafka-python), into columns over a buffer of
-    their keys and values."""
+def _from_records(buf: bytes, fetch_offset: int, topic: str, partition: int,
+                  check_crcs: bool) -> tuple[RecordColumns, Exception | None]:
+    """An answer with messages of the old formats, by the record decoder, into columns over a
+    buffer of their keys and values (the old formats are rare: a broker before Kafka 4)."""
     joined = bytearray()
     columns = _empty(topic, partition, b"")
     headers: list[Headers] = []
-    for batch in batches:
-        for record in batch:
-            if record.offset < fetch_offset:
-                continue
-            columns.offsets.append(record.offset)
-            columns.timestamps.append(record.timestamp if record.timestamp is not None else -1)
-            for field, at, length in ((record.key, columns.key_at, columns.key_length),
-                                      (record.value, columns.value_at, columns.value_length)):
-                at.append(len(joined))
-                length.append(-1 if field is None else len(field))
-                joined += field or b""
-            headers.append(list(record.headers))
+    error: Exception | None = None
+    try:
+        for batch in decode_batches(buf, fetch_offset, topic, partition, None, None, check_crcs):
+            for record in batch:
+                if not columns.epochs or columns.epochs[-1][1] != record.leader_epoch:
+                    columns.epochs.append((len(columns.offsets), record.leader_epoch))
+                columns.offsets.append(record.offset)
+                columns.timestamps.append(record.timestamp if record.timestamp is not None else -1)
+                for field, at, length in ((record.key, columns.key_at, columns.key_length),
+                                          (record.value, columns.value_at, columns.value_length)):
+                    at.append(len(joined))
+                    length.append(-1 if field is None else len(field))
+                    joined += field or b""
+                headers.append(record.headers)
+    except Exception as exc:  # the batches before it go out first
+        error = exc
     columns.buffer = bytes(joined)
     columns.headers = headers if any(headers) else None
-    return columns
-
+    return columns, error

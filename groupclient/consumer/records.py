@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..structs import ConsumerRecord
-from kafka.record.default_records import DefaultRecordBatch
+from kafka.record.legacy_records import LegacyRecordBatch
 from kafka.record.util import calc_crc32c
 from ..structs import TopicPartition
 
@@ -29,6 +29,7 @@ from .codecs import decompress
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _CRC_START = 21
 _BASE_AND_LENGTH = struct.Struct(">qi")
+_MAGIC_AT = 16  # the magic byte, at the same place in every format (batch or message)
 _LAST_DELTA = struct.Struct(">i")  # at byte 23 of a v2 batch
 _COMPRESSION_MASK, _TIMESTAMP_TYPE_MASK, _CONTROL_MASK = 0x07, 0x08, 0x20
 
@@ -58,13 +59,15 @@ def next_offset(data: bytes, fetch_offset: int) -> int:
     """The offset after the last complete batch in ``data`` (at least ``fetch_offset``): where the
     next fetch of the partition starts, past trailing transaction markers too."""
     pos, end, found = 0, len(data), fetch_offset
-    while pos + _HEADER.size <= end:
+    while pos + _MAGIC_AT + 1 <= end:
         base_offset, length = _BASE_AND_LENGTH.unpack_from(data, pos)
-        last_delta = _LAST_DELTA.unpack_from(data, pos + 23)[0]
         batch_end = pos + 12 + length
         if batch_end > end:
             break
-        found = max(found, base_offset + last_delta + 1)
+        if data[pos + _MAGIC_AT] < 2:  # an old-format message: its offset is its last record's
+            found = max(found, base_offset + 1)
+        else:
+            found = max(found, base_offset + _LAST_DELTA.unpack_from(data, pos + 23)[0] + 1)
         pos = batch_end
     return found
 
@@ -83,17 +86,22 @@ def decode_batches(data: bytes, fetch_offset: int, topic: str, partition: int, k
     decoded in one call: no generator step per record)."""
     buf = bytes(data)  # no copy when it is bytes already
     pos, end = 0, len(buf)
-    while pos + _HEADER.size <= end:
-        (base_offset, length, epoch, magic, crc, attributes, last_delta, base_ts, max_ts, _, _, _,
-         count) = _HEADER.unpack_from(buf, pos)
+    while pos + _MAGIC_AT + 1 <= end:
+        base_offset, length = _BASE_AND_LENGTH.unpack_from(buf, pos)
         batch_end = pos + 12 + length
         if batch_end > end:
             return  # a partial batch at the end of a fetch answer: fetched again next time
-        if base_offset + last_delta < fetch_offset:
+        magic = buf[pos + _MAGIC_AT]
+        if magic < 2:
+            # the old formats (v0, v1: a broker before Kafka 4): a message, or a compressed
+            # wrapper whose offset is its last record's
+            if base_offset >= fetch_offset:
+                yield _legacy_batch(buf[pos:batch_end], magic, fetch_offset, topic, partition, kd, vd, check_crcs)
             pos = batch_end
             continue
-        if magic != 2:
-            yield _slow_batch(buf[pos:batch_end], fetch_offset, topic, partition, kd, vd, check_crcs)
+        (_, _, epoch, _, crc, attributes, last_delta, base_ts, max_ts, _, _, _,
+         count) = _HEADER.unpack_from(buf, pos)
+        if base_offset + last_delta < fetch_offset:
             pos = batch_end
             continue
         if check_crcs and calc_crc32c(memoryview(buf)[pos + _CRC_START:batch_end]) != crc:
@@ -219,15 +227,14 @@ def _decode_v2(b: bytes, p: int, count: int, base_offset: int, epoch: int, base_
     return out
 
 
-def _slow_batch(raw: bytes, fetch_offset: int, topic: str, partition: int, kd: Deserializer,
-                vd: Deserializer, check_crcs: bool) -> list[ConsumerRecord]:
-    batch = DefaultRecordBatch(raw)
-    if check_crcs and not batch.validate_crc():
-        raise _corrupt(topic, partition, batch.base_offset)
+def _legacy_batch(raw: bytes, magic: int, fetch_offset: int, topic: str, partition: int, kd: Deserializer,
+                  vd: Deserializer, check_crcs: bool) -> list[ConsumerRecord]:
+    """One message of the old formats (or a compressed wrapper of several), by kafka-python."""
+    batch = LegacyRecordBatch(raw, magic)
+    if check_crcs and not batch.validate_crc():  # before iterating: that decompresses the wrapper
+        raise _corrupt(topic, partition, _BASE_AND_LENGTH.unpack_from(raw, 0)[0])
     out: list[ConsumerRecord] = []
-    if batch.is_control_batch:
-        return out  # transaction markers are not records
-    epoch = batch.leader_epoch
+    epoch = -1  # the old formats carry no leader epoch
     for r in batch:
         if r.offset < fetch_offset:
             continue

@@ -38,6 +38,8 @@ RECORD_ID = ["topic", "partition", "offset"]
 _HEADERS_TYPE = ARROW_SCHEMA.field("headers").type
 _NO_HEADER = pa.array([], _HEADERS_TYPE.value_type)
 _MICROS = pa.timestamp("us", tz="UTC")
+_BINARY_LIMIT = 1 << 31  # a binary column's offsets are 32-bit
+_INDEX_BYTES_PER_VALUE = 256  # above this average length, keys and values are copied value by value
 
 
 def records_to_table(records: Sequence[Any]) -> pa.Table:
@@ -92,6 +94,11 @@ def columns_to_batch(parts: Sequence[RecordColumns]) -> pa.RecordBatch:
     parts = [part for part in parts if len(part)]
     if not parts:
         return pa.RecordBatch.from_pylist([], schema=ARROW_SCHEMA)
+    for name, lengths in (("keys", [part.key_length for part in parts]), ("values", [part.value_length for part in parts])):
+        total = sum(int(np.frombuffer(column, np.int64).clip(0).sum()) for column in lengths)
+        if total >= _BINARY_LIMIT:
+            raise ValueError(f"{total} bytes of {name} for one Arrow batch, more than a binary column holds "
+                             f"(2 GiB): lower max_poll_records (or consume's batch_records)")
     sizes = [len(part) for part in parts]
     count = sum(sizes)
     millis = pa.array(np.concatenate([np.frombuffer(part.timestamps, np.int64) for part in parts]))
@@ -134,12 +141,18 @@ def _gather(buffer: bytes, at: Any, length: Any) -> pa.Array:
     offsets = np.zeros(len(sizes) + 1, np.int64)
     np.cumsum(sizes, out=offsets[1:])
     total = int(offsets[-1])
-    if total >= 1 << 31:
+    if total >= _BINARY_LIMIT:
         raise ValueError(f"{total} bytes of keys or values in one Arrow batch: more than a binary column holds")
-    # the index in ``buffer`` of every byte to copy: each range's start, counted on from its
-    # place in the output
-    index = np.repeat(starts - offsets[:-1], sizes) + np.arange(total, dtype=np.int64)
-    data = np.frombuffer(buffer, np.uint8)[index] if total else np.zeros(0, np.uint8)
+    data: Any
+    if total > _INDEX_BYTES_PER_VALUE * len(sizes):
+        # long values: a slice per value costs less than the index's eight bytes per byte
+        view = memoryview(buffer)
+        data = b"".join([view[start:start + size] for start, size in zip(starts.tolist(), sizes.tolist())])
+    else:
+        # the index in ``buffer`` of every byte to copy: each range's start, counted on from its
+        # place in the output
+        index = np.repeat(starts - offsets[:-1], sizes) + np.arange(total, dtype=np.int64)
+        data = np.frombuffer(buffer, np.uint8)[index] if total else np.zeros(0, np.uint8)
     nulls = int(len(sizes) - np.count_nonzero(present))
     validity = pa.array(present).buffers()[1] if nulls else None
     return pa.Array.from_buffers(pa.binary(), len(sizes), [validity, pa.py_buffer(offsets.astype(np.int32)),

@@ -23,11 +23,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
+
 from ..structs import OffsetAndMetadata, TopicPartition
 
 from ..clock import Clock, SystemClock
 from ..consumer.group_consumer import GroupConsumer
-from ..errors import CommitFailedError, KafkaTimeoutError, RebalanceInProgressError
+from ..errors import CommitFailedError, InternalError, KafkaTimeoutError, RebalanceInProgressError
 from ..consumer.columns import RecordColumns
 from .arrow import columns_to_batch
 from .rendezvous import JOIN_TIMEOUT_MS, GroupRendezvous
@@ -66,9 +68,17 @@ class Delivery(Protocol):
         """How many batches it has delivered (handler calls, staged files)."""
 
 
+BATCH_BYTES = 256 << 20  # keys and values gathered before a batch is handed over, whatever its count
+
+
+def _payload_bytes(part: RecordColumns) -> int:
+    return int(np.frombuffer(part.key_length, np.int64).clip(0).sum()
+               + np.frombuffer(part.value_length, np.int64).clip(0).sum())
+
+
 class HandOver:
-    """Records to ``handler`` in batches of up to ``batch_records`` gathered over polls, handed
-    over when that many are gathered, when the oldest has waited ``batch_ms``, when a poll finds
+    """Records to ``handler`` in batches gathered over polls, handed over once ``batch_records``
+    records (or 256 MB of keys and values) are gathered, when the oldest has waited ``batch_ms``, when a poll finds
     nothing new (caught up), and before a rebalance or a stop; delivered when ``handler``
     returns.  (A commit per poll of 500 records was most of a member's time on Kafka.)"""
 
@@ -79,6 +89,7 @@ class HandOver:
         self._records: Polled = {}
         self._offsets: Offsets = {}
         self._count = 0
+        self._bytes = 0  # of keys and values
         self._since_ms: int | None = None
         self.batches = 0  # handed over
 
@@ -86,10 +97,12 @@ class HandOver:
         for tp, recs in records.items():
             self._records.setdefault(tp, []).extend(recs)
             self._count += sum(len(part) for part in recs)
+            self._bytes += sum(_payload_bytes(part) for part in recs)
         self._offsets.update(offsets)
         if self._since_ms is None:
             self._since_ms = now_ms
-        if self._count >= self.batch_records or now_ms - self._since_ms >= self.batch_ms:
+        if (self._count >= self.batch_records or self._bytes >= BATCH_BYTES
+                or now_ms - self._since_ms >= self.batch_ms):
             return self.flush()
         return {}
 
@@ -99,7 +112,7 @@ class HandOver:
 
     def flush(self) -> Offsets:
         records, offsets = self._records, self._offsets
-        self._records, self._offsets, self._count, self._since_ms = {}, {}, 0, None
+        self._records, self._offsets, self._count, self._bytes, self._since_ms = {}, {}, 0, 0, None
         if records:
             self.handler(records)
             self.batches += 1
@@ -107,7 +120,9 @@ class HandOver:
 
     def forget(self, partitions: set[TopicPartition]) -> None:
         for tp in partitions:
-            self._count -= sum(len(part) for part in self._records.pop(tp, []))
+            parts = self._records.pop(tp, [])
+            self._count -= sum(len(part) for part in parts)
+            self._bytes -= sum(_payload_bytes(part) for part in parts)
             self._offsets.pop(tp, None)
         if not self._offsets:
             self._since_ms = None
@@ -206,8 +221,12 @@ class _Member:
     # the rebalance listener
     def on_partitions_revoked(self, revoked: Any) -> None:
         # what was polled of any partition is delivered and committed while this member still
-        # owns it: the next owner goes on from there
+        # owns it: the next owner goes on from there.  A commit of a revoked partition refused
+        # now is not tried again: should the partition come back, its new owner may have moved
+        # the group on past it
         self.commit(self.delivery.flush())
+        for tp in revoked:
+            self.retry.pop(tp, None)
 
     def on_partitions_assigned(self, assigned: Any) -> None:
         self.report.rebalances += 1
@@ -242,7 +261,9 @@ class _Member:
         give_up = started + self.options.join_timeout_ms
         try:
             while True:
-                consumer.poll(timeout_ms=20)
+                if consumer.poll(timeout_ms=20):
+                    # every assigned partition is paused while holding: records would be skipped
+                    raise InternalError("a holding member received records")
                 verdict = rendezvous.verdict(consumer.group_metadata().phase == "stable")
                 if verdict == "read":
                     break
@@ -285,7 +306,9 @@ def run_member(topics: list[str], config: dict[str, Any], delivery: Delivery, st
         while True:
             wait = stop.wait_ms(progress, clock.monotonic_ms(), clock.wall_ms(), 500)
             batch = consumer._poll_columns(timeout_ms=wait)  # noqa: SLF001 - the columnar poll is groupclient.spark's
-            records, offsets = _bounded(consumer, batch, ends if bounded else None)
+            records, offsets, done = _bounded(batch, ends if bounded else None)
+            if done:
+                consumer.pause(*done)
             member.commit(delivery.add(records, offsets, clock.monotonic_ms()) if offsets
                           else delivery.due(clock.monotonic_ms()))
             count = sum(len(part) for parts in records.values() for part in parts)
@@ -310,29 +333,35 @@ def run_member(topics: list[str], config: dict[str, Any], delivery: Delivery, st
         consumer.close(autocommit=False)
 
 
-def _bounded(consumer: GroupConsumer, batch: Polled, ends: dict[TopicPartition, int] | None) -> tuple[Polled, Offsets]:
-    """The records of ``batch`` below their partition's end, and the offsets to commit for them."""
+def _bounded(batch: Polled, ends: dict[TopicPartition, int] | None) -> tuple[Polled, Offsets, set[TopicPartition]]:
+    """The records of ``batch`` below their partition's end, the offsets to commit for them, and
+    the partitions to pause: those read to their end, and those the read does not cover."""
     records: Polled = {}
     offsets: Offsets = {}
+    done: set[TopicPartition] = set()
     for tp, parts in batch.items():
         if ends is None:
             kept = parts
         elif tp not in ends:
-            consumer.pause(tp)  # created after the job started: not part of this read
+            done.add(tp)  # created after the job started: not part of this read
             continue
         else:
             end = ends[tp]
             kept = [part for part in parts if part.offsets[0] < end]
             if kept and kept[-1].last_offset >= end:
                 kept[-1] = kept[-1].part(0, bisect_left(kept[-1].offsets, end))
-            if len(kept) < len(parts) or parts[-1].last_offset >= end:
-                consumer.pause(tp)
-                offsets[tp] = end  # what lay between the last record and the end was no record
+            if parts[-1].last_offset >= end:
+                done.add(tp)
+                if parts[0].offsets[0] <= end:
+                    # what lay between the last record and the end was no record.  (A first
+                    # record past the end: another member consumed past it since the end was
+                    # taken; committing the end would move the group back.)
+                    offsets[tp] = end
             kept = [part for part in kept if len(part)]
         if kept:
             records[tp] = kept
             offsets[tp] = max(offsets.get(tp, 0), kept[-1].last_offset + 1)
-    return records, offsets
+    return records, offsets, done
 
 
 def _commit(consumer: GroupConsumer, offsets: Offsets, metadata: str, report: MemberReport,

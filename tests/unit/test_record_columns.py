@@ -8,12 +8,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from groupclient.consumer.columns import RecordColumns, decode_columns
 from groupclient.consumer.records import decode_records
 from groupclient.errors import RequestFailedError
-from tests.unit.test_record_decoding import RECORDS, batch
+from tests.unit.test_record_decoding import RECORDS, batch, legacy
 
 HEADER = tuple[str, "bytes | None"]
 
@@ -31,7 +30,7 @@ def rows(columns: RecordColumns) -> list[tuple[object, ...]]:
 
 
 def expected(data: bytes, fetch_offset: int) -> list[tuple[object, ...]]:
-    return [(r.offset, r.timestamp, r.key, r.value, r.headers)
+    return [(r.offset, -1 if r.timestamp is None else r.timestamp, r.key, r.value, r.headers)
             for r in decode_records(data, fetch_offset, "t", 3, None, None, True)]
 
 
@@ -71,13 +70,23 @@ def test_a_corrupt_batch_ends_the_columns_and_is_handed_back() -> None:
     assert isinstance(error, RequestFailedError) and "CORRUPT_MESSAGE" in str(error)
 
 
-def test_the_old_message_formats_become_columns_too() -> None:
-    builder = LegacyRecordBatchBuilder(magic=1, compression_type=0, batch_size=2**20)
-    for i, (key, value) in enumerate([(b"a", b"1"), (None, b"2"), (b"c", None)]):
-        builder.append(i, timestamp=1_700_000_000_000 + i, key=key, value=value)
-    data = bytes(builder.build())
-    columns, error = decode_columns(data, 1, "t", 0, True)
-    assert error is None and rows(columns) == expected(data, 1)
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("compression", [0, 1])
+def test_the_old_message_formats_become_columns_too(magic: int, compression: int) -> None:
+    data = legacy(magic, 10, [(b"a", b"1"), (None, b"2"), (b"c", None)], compression)
+    for fetch_offset in (0, 11):
+        columns, error = decode_columns(data, fetch_offset, "t", 0, True)
+        assert error is None and rows(columns) == expected(data, fetch_offset)
+        assert len(columns) == 3 - fetch_offset % 10, "the records come out"
+
+
+def test_a_malformed_record_ends_the_columns_at_the_batch_before_it() -> None:
+    good = batch(0, RECORDS[:2])
+    bad = bytearray(batch(2, RECORDS[:2]))
+    bad[70:] = b"\xff" * (len(bad) - 70)  # the records section: varints that run off the end
+    columns, error = decode_columns(good + bytes(bad), 0, "t", 3, False)
+    assert [r[0] for r in rows(columns)] == [0, 1] and error is not None
+    assert columns.last_epoch == columns.epochs[-1][1]
 
 
 def test_columns_and_records_make_the_same_arrow_batch() -> None:

@@ -153,3 +153,32 @@ def test_gzip_decodes_the_same_without_isal(monkeypatch: pytest.MonkeyPatch) -> 
     assert codecs._inflate is not zlib.decompress  # the dependency is installed here
     monkeypatch.setattr(codecs, "_inflate", zlib.decompress)
     assert ours(data, 0) == with_isal == reference(data, 0)
+
+
+def legacy(magic: int, base: int, values: list[tuple[bytes | None, bytes | None]], compression: int = 0) -> bytes:
+    """A message set of the old formats (v0, v1), as a broker before Kafka 4 serves it: offsets
+    absolute; a compressed wrapper message carries its last inner record's offset."""
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+    builder = LegacyRecordBatchBuilder(magic=magic, compression_type=compression, batch_size=2**20)
+    for i, (key, value) in enumerate(values):
+        # inner offsets of a v1 wrapper are relative to it; v0's are absolute
+        builder.append(i if compression and magic == 1 else base + i, timestamp=1_700_000_000_000 + i if magic else None,
+                       key=key, value=value)
+    data = bytearray(builder.build())
+    if compression:  # the wrapper: the broker writes the last inner offset (inner ones stay relative)
+        data[0:8] = (base + len(values) - 1).to_bytes(8, "big")
+    return bytes(data)
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("compression", [0, 1])
+def test_the_old_message_formats_are_decoded_not_skipped(magic: int, compression: int) -> None:
+    values = [(b"a", b"1"), (None, b"2"), (b"c", None)]
+    data = legacy(magic, 10, values, compression)
+    got = [(r[0], r[3], r[4]) for r in ours(data, 0)]
+    assert got == [(10 + i, k, v) for i, (k, v) in enumerate(values)]
+    assert [r[0] for r in ours(data, 11)] == ([11, 12] if not compression else [11, 12])
+    from groupclient.consumer.records import next_offset
+
+    assert next_offset(data, 0) == 13, "the next fetch starts after them"

@@ -126,3 +126,25 @@ def test_pending_records_make_one_file_per_size_or_age_and_lost_partitions_are_d
     assert pending.empty() and pending.take() == (None, {}, {})
     pending.add(b, None, 9, now_ms=8000)  # no record, an offset to commit (past the read's end)
     assert pending.take() == (None, {}, {b: 9})
+
+
+def test_a_read_bounded_by_end_offsets_commits_the_end_but_never_moves_the_group_back() -> None:
+    from groupclient.consumer.columns import decode_columns
+    from groupclient.spark.member_loop import _bounded
+    from tests.unit.test_record_decoding import batch
+
+    a, b, c, new = (TopicPartition("t", p) for p in range(4))
+
+    def polled(base: int, count: int) -> Any:
+        columns, _ = decode_columns(batch(base, [(b"k", b"v", [])] * count), base, "t", 0, True)
+        return [columns]
+
+    records, offsets, done = _bounded({a: polled(0, 10), b: polled(5, 3), c: polled(30, 5), new: polled(0, 2)},
+                                      {a: 4, b: 20, c: 20})
+    assert [int(o) for o in records[a][0].offsets] == [0, 1, 2, 3], "cut at the end"
+    assert offsets[a] == 4 and a in done
+    assert offsets[b] == 8 and b not in done, "not at its end yet"
+    # another member consumed c past the read's end since the ends were taken: nothing of c is
+    # this read's, and committing 20 would move the group back from 30
+    assert c not in records and c not in offsets and c in done
+    assert new in done and new not in offsets, "a partition created after the read started is not read"
