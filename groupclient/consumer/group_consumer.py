@@ -358,8 +358,11 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
             # after, it would lose them (their positions moved, and with them the commits)
             self._raise_pending()
             if ready and self._positions_known_in_time(timer):
-                records: dict[TopicPartition, list[Any]] = (
-                    self._fetcher.fetched_columns(limit) if columnar else self._fetcher.fetched_records(limit, delivered))
+                records: dict[TopicPartition, list[Any]]
+                if columnar:
+                    records = self._fetcher.fetched_columns(limit)
+                else:
+                    records = self._fetcher.fetched_records(limit, delivered)
                 self._fetcher.send_fetches()
                 if records:
                     return records

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -55,20 +56,27 @@ def run_members(bootstrap: str, topic: str, cfg: dict[str, Any], placed: set[tup
     return reports
 
 
+@pytest.fixture(params=["embedded", pytest.param("kafka", marks=pytest.mark.kafka)])
+def broker(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The embedded coordinator (KIP-848 heartbeats every 500 ms) or Apache Kafka (every 1 s)."""
+    if request.param == "kafka":
+        yield str(request.getfixturevalue("kafka_broker").bootstrap)
+        return
+    with EmbeddedCluster(nodes=1, group_initial_rebalance_delay_ms=0, group_consumer_heartbeat_interval_ms=500,
+                         group_consumer_min_heartbeat_interval_ms=500) as cluster:
+        yield str(cluster.bootstrap_servers)
+
+
 @pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
-def test_members_that_hold_until_all_joined_share_the_partitions(protocol: str) -> None:
-    extra = ({"group_consumer_heartbeat_interval_ms": 500, "group_consumer_min_heartbeat_interval_ms": 500}
-             if protocol == "consumer" else {})
-    with EmbeddedCluster(nodes=1, group_initial_rebalance_delay_ms=0, **extra) as cluster:
-        bootstrap = cluster.bootstrap_servers
-        topic = new_topic(bootstrap, 4)
-        placed = produce(bootstrap, topic, 4000, 4)
-        cfg = consumer_config(bootstrap, f"g-{uuid.uuid4().hex[:6]}", protocol)
-        reports = run_members(bootstrap, topic, cfg, placed, 2, hold=True, start_gap_s=1.0)
-        assert sum(r.records for r in reports) == len(placed)
-        assert max(r.records for r in reports) <= 0.6 * len(placed), [r.as_row() for r in reports]
-        assert all(r.waited_ms > 0 for r in reports)
-        # the same without holding: the first member reads everything before the second joins
-        cfg = consumer_config(bootstrap, f"g-{uuid.uuid4().hex[:6]}", protocol)
-        reports = run_members(bootstrap, topic, cfg, placed, 2, hold=False, start_gap_s=1.0)
-        assert sorted(r.records for r in reports) == [0, len(placed)]
+def test_members_that_hold_until_all_joined_share_the_partitions(broker: str, protocol: str) -> None:
+    topic = new_topic(broker, 4)
+    placed = produce(broker, topic, 4000, 4)
+    cfg = consumer_config(broker, f"g-{uuid.uuid4().hex[:6]}", protocol)
+    reports = run_members(broker, topic, cfg, placed, 2, hold=True, start_gap_s=1.0)
+    assert sum(r.records for r in reports) == len(placed)
+    assert max(r.records for r in reports) <= 0.6 * len(placed), [r.as_row() for r in reports]
+    assert all(r.waited_ms > 0 for r in reports)
+    # the same without holding: the first member reads everything before the second joins
+    cfg = consumer_config(broker, f"g-{uuid.uuid4().hex[:6]}", protocol)
+    reports = run_members(broker, topic, cfg, placed, 2, hold=False, start_gap_s=1.0)
+    assert sorted(r.records for r in reports) == [0, len(placed)]
