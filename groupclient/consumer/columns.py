@@ -19,11 +19,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass
 
-from kafka.record.util import calc_crc32c
-
-from .codecs import decompress
-from .records import (_BASE_AND_LENGTH, _COMPRESSION_MASK, _CONTROL_MASK, _CRC_START, _HEADER, _MAGIC_AT,
-                      _TIMESTAMP_TYPE_MASK, _ZZ1, _ZZ2, Headers, _corrupt, _varint, decode_batches)
+from .records import _TIMESTAMP_TYPE_MASK, _ZZ1, _ZZ2, Headers, Section, _varint, decode_batches, sections
 
 
 @dataclass
@@ -81,51 +77,32 @@ def decode_columns(data: bytes, fetch_offset: int, topic: str, partition: int,
                    check_crcs: bool) -> tuple[RecordColumns, Exception | None]:
     """The records of ``data`` from ``fetch_offset`` on, and the error that ended them early."""
     buf = bytes(data)
-    # each batch's records section: its buffer, where it starts and ends, the record count, the
-    # base offset, the base timestamp, the log-append timestamp (-1: create time), the epoch
-    sections: list[tuple[bytes, int, int, int, int, int, int, int]] = []
+    found: list[Section] = []
     error: Exception | None = None
-    pos, end = 0, len(buf)
-    compressed = False
     try:
-        while pos + _MAGIC_AT + 1 <= end:
-            base_offset, length = _BASE_AND_LENGTH.unpack_from(buf, pos)
-            batch_end = pos + 12 + length
-            if batch_end > end:
-                break  # a partial batch at the end of a fetch answer: fetched again next time
-            if buf[pos + _MAGIC_AT] < 2:
+        for section in sections(buf, fetch_offset, topic, partition, check_crcs):
+            if section.magic < 2:
                 # the old formats (a broker before Kafka 4): rare, so record by record
                 return _from_records(buf, fetch_offset, topic, partition, check_crcs)
-            (_, _, epoch, _, crc, attributes, last_delta, base_ts, max_ts, _, _, _,
-             count) = _HEADER.unpack_from(buf, pos)
-            if base_offset + last_delta < fetch_offset:
-                pos = batch_end
-                continue
-            if check_crcs and calc_crc32c(memoryview(buf)[pos + _CRC_START:batch_end]) != crc:
-                raise _corrupt(topic, partition, base_offset)
-            if not attributes & _CONTROL_MASK:  # transaction markers are not records
-                codec = attributes & _COMPRESSION_MASK
-                log_ts = max_ts if attributes & _TIMESTAMP_TYPE_MASK else -1  # log append time: one for all
-                if codec:
-                    compressed = True
-                    records = decompress(codec, buf[pos + _HEADER.size:batch_end])
-                    sections.append((records, 0, len(records), count, base_offset, base_ts, log_ts, epoch))
-                else:
-                    sections.append((buf, pos + _HEADER.size, batch_end, count, base_offset, base_ts, log_ts, epoch))
-            pos = batch_end
+            found.append(section)
     except Exception as exc:  # the batches before it go out first (as the record decoder's)
         error = exc
-    if not compressed:
-        columns, failed = _decode(buf, [(start, *rest) for _, start, _, *rest in sections], fetch_offset, topic,
-                                  partition)
+    # records section by records section: where it starts in the buffer, the record count, the
+    # base offset, the base timestamp, the log-append timestamp (-1: create time), the epoch
+    def placed(start: int, s: Section) -> tuple[int, ...]:
+        log_ts = s.max_ts if s.attributes & _TIMESTAMP_TYPE_MASK else -1  # log append time: one for all
+        return start, s.record_count, s.base_offset, s.base_ts, log_ts, s.epoch
+
+    if all(s.records is buf for s in found):
+        columns, failed = _decode(buf, [placed(s.start, s) for s in found], fetch_offset, topic, partition)
         return columns, failed or error
     # one buffer of every records section, one after the other: positions are positions in it
     joined = bytearray()
-    placed = []
-    for section, start, stop, *rest in sections:
-        placed.append((len(joined), *rest))
-        joined += memoryview(section)[start:stop]
-    columns, failed = _decode(bytes(joined), placed, fetch_offset, topic, partition)
+    starts = []
+    for s in found:
+        starts.append(placed(len(joined), s))
+        joined += memoryview(s.records)[s.start:s.stop]
+    columns, failed = _decode(bytes(joined), starts, fetch_offset, topic, partition)
     return columns, failed or error
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..structs import ConsumerRecord
 from kafka.record.legacy_records import LegacyRecordBatch
@@ -80,11 +80,28 @@ def decode_records(data: bytes, fetch_offset: int, topic: str, partition: int, k
         yield from records
 
 
-def decode_batches(data: bytes, fetch_offset: int, topic: str, partition: int, kd: Deserializer,
-                   vd: Deserializer, check_crcs: bool) -> Iterator[list[ConsumerRecord]]:
-    """The records of ``data`` from ``fetch_offset`` on, a list per record batch (a batch is
-    decoded in one call: no generator step per record)."""
-    buf = bytes(data)  # no copy when it is bytes already
+class Section(NamedTuple):
+    """One batch of a fetch answer, as its records are decoded: a v2 batch's records section
+    (``records[start:stop]``, decompressed if it was compressed), or a message of the old formats
+    (``magic`` below 2: the whole message, ``records[start:stop]``, the other fields unset)."""
+
+    records: bytes
+    start: int
+    stop: int
+    magic: int
+    record_count: int = 0
+    base_offset: int = 0
+    epoch: int = -1
+    base_ts: int = 0
+    max_ts: int = 0
+    attributes: int = 0
+
+
+def sections(buf: bytes, fetch_offset: int, topic: str, partition: int, check_crcs: bool) -> Iterator[Section]:
+    """The batches of ``buf`` with records from ``fetch_offset`` on, in order: CRCs checked when
+    asked (a mismatch raises, after the batches before it), transaction markers and a partial
+    batch at the end left out, compressed records sections decompressed as they come.  What both
+    decoders (records here, columns in columns.py) walk."""
     pos, end = 0, len(buf)
     while pos + _MAGIC_AT + 1 <= end:
         base_offset, length = _BASE_AND_LENGTH.unpack_from(buf, pos)
@@ -96,7 +113,7 @@ def decode_batches(data: bytes, fetch_offset: int, topic: str, partition: int, k
             # the old formats (v0, v1: a broker before Kafka 4): a message, or a compressed
             # wrapper whose offset is its last record's
             if base_offset >= fetch_offset:
-                yield _legacy_batch(buf[pos:batch_end], magic, fetch_offset, topic, partition, kd, vd, check_crcs)
+                yield Section(buf, pos, batch_end, magic)
             pos = batch_end
             continue
         (_, _, epoch, _, crc, attributes, last_delta, base_ts, max_ts, _, _, _,
@@ -112,12 +129,26 @@ def decode_batches(data: bytes, fetch_offset: int, topic: str, partition: int, k
         codec = attributes & _COMPRESSION_MASK
         if codec:
             # decompressed once; records are then sliced out of it like an uncompressed batch's
-            yield _decode_v2(decompress(codec, buf[pos + _HEADER.size:batch_end]), 0, count, base_offset, epoch,
-                             base_ts, max_ts, attributes, fetch_offset, topic, partition, kd, vd)
+            records = decompress(codec, buf[pos + _HEADER.size:batch_end])
+            yield Section(records, 0, len(records), magic, count, base_offset, epoch, base_ts, max_ts, attributes)
         else:
-            yield _decode_v2(buf, pos + _HEADER.size, count, base_offset, epoch, base_ts, max_ts, attributes,
-                             fetch_offset, topic, partition, kd, vd)
+            yield Section(buf, pos + _HEADER.size, batch_end, magic, count, base_offset, epoch, base_ts, max_ts,
+                          attributes)
         pos = batch_end
+
+
+def decode_batches(data: bytes, fetch_offset: int, topic: str, partition: int, kd: Deserializer,
+                   vd: Deserializer, check_crcs: bool) -> Iterator[list[ConsumerRecord]]:
+    """The records of ``data`` from ``fetch_offset`` on, a list per record batch (a batch is
+    decoded in one call: no generator step per record)."""
+    buf = bytes(data)  # no copy when it is bytes already
+    for s in sections(buf, fetch_offset, topic, partition, check_crcs):
+        if s.magic < 2:
+            yield _legacy_batch(s.records[s.start:s.stop], s.magic, fetch_offset, topic, partition, kd, vd,
+                                check_crcs)
+        else:
+            yield _decode_v2(s.records, s.start, s.record_count, s.base_offset, s.epoch, s.base_ts, s.max_ts,
+                             s.attributes, fetch_offset, topic, partition, kd, vd)
 
 
 # Zigzag values of the one- and two-byte varints, indexed by their 7 and 14 payload bits: most of a
