@@ -12,6 +12,7 @@ fetches and prints the jars.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import subprocess
@@ -23,7 +24,6 @@ from typing import Any
 
 CACHE = Path(os.environ.get("GROUPCLIENT_CACHE", Path.home() / ".cache" / "groupclient"))
 CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10_2.13:{version}"
-BATCH_SIZE, LINGER_MS = 64 * 1024, 10
 
 POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -130,59 +130,13 @@ def broker(name: str) -> Iterator[str]:
 def produce(bootstrap: str, topic: str, records: int, partitions: int, value_size: int) -> float:
     """Create ``topic`` and fill it with ``records`` records (keys ``k<i>``, ``value_size``-byte
     values), a full batch per partition in turn; the seconds it took.  Raises unless every record
-    is on the broker.  confluent-kafka's producer (batch 64 KiB, linger 10 ms), kafka-python's if
-    it is absent."""
-    from kafka import KafkaConsumer, TopicPartition
-    from kafka.admin import KafkaAdminClient, NewTopic
+    is on the broker.  benchmarks/throughput.py's producer (confluent-kafka's, batch 64 KiB,
+    linger 10 ms; kafka-python's if it is absent)."""
+    from benchmarks.throughput import produce as fill
 
-    started = time.monotonic()
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
-    try:
-        admin.create_topics([NewTopic(topic, partitions, 1)])
-    finally:
-        admin.close()
-    per_batch = max(1, BATCH_SIZE // (value_size + 30))
     body = (b"0123456789abcdef" * (value_size // 16 + 1))[:value_size]
-    try:
-        import confluent_kafka
-    except ImportError:
-        confluent_kafka = None
-    if confluent_kafka is not None:
-        failures: list[str] = []
-        producer = confluent_kafka.Producer({
-            "bootstrap.servers": bootstrap, "batch.size": BATCH_SIZE, "linger.ms": LINGER_MS, "acks": 1,
-            "queue.buffering.max.kbytes": 256 * 1024, "enable.idempotence": False})
-
-        def failed(err: Any, _msg: Any) -> None:
-            if err is not None:
-                failures.append(str(err))
-        for i in range(records):
-            while True:
-                try:
-                    producer.produce(topic, body, key=b"k%d" % i, partition=(i // per_batch) % partitions,
-                                     on_delivery=failed)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-        if producer.flush(300) or failures:
-            raise RuntimeError(f"{topic}: produce failed: {failures[:3]}")
-    else:
-        from kafka import KafkaProducer
-        kproducer = KafkaProducer(bootstrap_servers=bootstrap, batch_size=BATCH_SIZE, linger_ms=LINGER_MS, acks=1)
-        try:
-            for i in range(records):
-                kproducer.send(topic, body, key=b"k%d" % i, partition=(i // per_batch) % partitions)
-            kproducer.flush(timeout=300)
-        finally:
-            kproducer.close(timeout=30)
-    counter = KafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=30000)
-    try:
-        ends = counter.end_offsets([TopicPartition(topic, p) for p in range(partitions)])
-    finally:
-        counter.close()
-    if sum(ends.values()) != records:
-        raise RuntimeError(f"{topic}: {sum(ends.values())} records on the broker, {records} produced")
-    return time.monotonic() - started
+    return fill(bootstrap, topic, partitions, "none", value_size, records, payloads=itertools.repeat(body),
+                key=lambda i: b"k%d" % i)
 
 
 if __name__ == "__main__":

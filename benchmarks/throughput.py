@@ -161,11 +161,18 @@ def compression_ratio(codec: str, size: int) -> float:
     return sum(map(len, chunks)) / sum(len(encode(c)) for c in chunks)
 
 
-def produce(bootstrap: str, topic: str, partitions: int, codec: str, size: int, records: int) -> float:
+def _user_key(i: int) -> bytes:
+    return b"user-%d" % (i % 10007)
+
+
+def produce(bootstrap: str, topic: str, partitions: int, codec: str, size: int, records: int, *,
+            payloads: Iterator[bytes] | None = None, key: Callable[[int], bytes] | None = None) -> float:
     """Create ``topic`` and fill it; the seconds it took.  Raises unless every record arrived.
 
     confluent-kafka's producer when it is installed (a cell's 60 MB in seconds; its batches are
-    what Java's producer writes too), kafka-python's otherwise; the same batch size and linger."""
+    what Java's producer writes too), kafka-python's otherwise; the same batch size and linger.
+    ``payloads`` (default: JSON events, see values()) and ``key`` (default: ``user-<i mod 10007>``)
+    make the records."""
     from kafka import KafkaConsumer, TopicPartition
     from kafka.admin import KafkaAdminClient, NewTopic
 
@@ -174,7 +181,8 @@ def produce(bootstrap: str, topic: str, partitions: int, codec: str, size: int, 
     admin.create_topics([NewTopic(topic, partitions, 1)])
     admin.close()
     per_batch = max(1, BATCH_SIZE // (size + 20))  # records per full batch: then the next partition
-    sent = zip(range(records), values(records + size + partitions, size))
+    sent = zip(range(records), payloads if payloads is not None else values(records + size + partitions, size))
+    key = key or _user_key
     try:
         import confluent_kafka
     except ImportError:
@@ -191,7 +199,7 @@ def produce(bootstrap: str, topic: str, partitions: int, codec: str, size: int, 
         for i, value in sent:
             while True:
                 try:
-                    producer.produce(topic, value, key=b"user-%d" % (i % 10007), partition=(i // per_batch) % partitions,
+                    producer.produce(topic, value, key=key(i), partition=(i // per_batch) % partitions,
                                      on_delivery=failed)
                     break
                 except BufferError:
@@ -204,7 +212,7 @@ def produce(bootstrap: str, topic: str, partitions: int, codec: str, size: int, 
                                   batch_size=BATCH_SIZE, linger_ms=LINGER_MS, acks=1, max_block_ms=60000)
         try:
             for i, value in sent:
-                kproducer.send(topic, value, key=b"user-%d" % (i % 10007), partition=(i // per_batch) % partitions)
+                kproducer.send(topic, value, key=key(i), partition=(i // per_batch) % partitions)
             kproducer.flush(timeout=300)
         finally:
             kproducer.close(timeout=30)
