@@ -4,8 +4,8 @@ poll → hand the records over (``Delivery.add``) → commit what has been deliv
 stop conditions, until one is met; then deliver what is pending, commit it and leave the group,
 so its partitions go to the members still consuming.  What "delivered" means is the delivery's:
 a batch read's (:class:`StagedDelivery`) gathers records and writes them as one durable file per
-64 MB or 5 s, a long-running consumer's (``consume``) calls the user's function with each
-poll's records.  A commit never covers a record whose delivery has not returned.  Before the
+64 MB or 5 s, a long-running consumer's (:class:`HandOver`) calls the user's function with the
+records of one or more polls.  A commit never covers a record whose delivery has not returned.  Before the
 member gives partitions up in a rebalance it delivers and commits what it has of them (the
 listener), so their next owner goes on from there.
 
@@ -78,9 +78,9 @@ def _payload_bytes(part: RecordColumns) -> int:
 
 class HandOver:
     """Records to ``handler`` in batches gathered over polls, handed over once ``batch_records``
-    records (or 256 MB of keys and values) are gathered, when the oldest has waited ``batch_ms``, when a poll finds
-    nothing new (caught up), and before a rebalance or a stop; delivered when ``handler``
-    returns.  (A commit per poll of 500 records was most of a member's time on Kafka.)"""
+    records (or 256 MB of keys and values) are gathered, when the oldest has waited ``batch_ms``,
+    when a poll finds nothing new (caught up), and before a rebalance or a stop; delivered when
+    ``handler`` returns.  (A commit per poll of 500 records was most of a member's time on Kafka.)"""
 
     def __init__(self, handler: Callable[[Polled], None], batch_records: int = 10_000, batch_ms: int = 1000) -> None:
         self.handler = handler

@@ -22,11 +22,13 @@ Runs on the executor; pyspark is imported only to ask Spark for the task slots (
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, Literal
 
 from ..admin.client import AdminConnection, AdminError
 from ..admin.groups import GroupAdmin
 from ..clock import Clock
+from ..errors import ConfigurationError
 from ..network.security import security_from_config
 
 log = logging.getLogger("groupclient.spark")
@@ -89,8 +91,6 @@ def free_slots(context: Any) -> int:
     if master.startswith("local"):
         inside = master[master.find("[") + 1:master.find("]")] if "[" in master else "1"
         cores = inside.split(",")[0].strip()
-        import os
-
         count = (os.cpu_count() or 1) if cores == "*" else int(cores)
         return max(1, count // task_cpus)
     executors = max(0, len(context.statusTracker().getExecutorInfos()) - 1)  # less the driver
@@ -106,8 +106,6 @@ def runs_together(context: Any, members: int, together: bool | None) -> bool:
     if members <= slots:
         return True
     if together:
-        from ..errors import ConfigurationError
-
         raise ConfigurationError(f"together=True needs a free slot for each of the {members} members, and the "
                                  f"application has {slots}: add executor cores or use fewer members")
     log.warning("%d members but %d task slots: the members start as slots free up and do not wait for one "
