@@ -44,7 +44,7 @@ def lowest(specifier: SpecifierSet) -> str:
     raise ValueError(f"no lower bound in {specifier!r}: every dependency must declare one")
 
 
-def floor_pins(extras: tuple[str, ...] = ("test", "spark")) -> list[str]:
+def floor_pins(extras: tuple[str, ...] = ("test", "spark", "otel")) -> list[str]:
     """``name==lowest`` (with its environment marker) for every runtime dependency and every
     dependency of ``extras``."""
     project = pyproject()["project"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,7 +51,8 @@ class OffsetCommitter:
 
     def __init__(self, member: AnyMember, subscription: SubscriptionState, enable_auto_commit: bool,
                  auto_commit_interval_ms: int,
-                 on_commit: Callable[[dict[TopicPartition, OffsetAndMetadata]], None] | None = None) -> None:
+                 on_commit: Callable[[dict[TopicPartition, OffsetAndMetadata]], None] | None = None,
+                 on_done: Callable[[float, BaseException | None], None] | None = None) -> None:
         self.member = member
         self.client = member.client
         self.subscription = subscription
@@ -58,6 +60,9 @@ class OffsetCommitter:
         self.auto_commit_interval_ms = auto_commit_interval_ms
         # interceptors' on_commit; successful commits wait here for the application thread
         self.on_commit = on_commit
+        # OpenTelemetry: each commit's seconds and error, on the thread completing it (records a
+        # histogram only: no application code)
+        self._on_done = on_done
         self._succeeded_commits: deque[dict[TopicPartition, OffsetAndMetadata]] = deque()
         self.next_auto_commit_ms = 0
         # async commits not answered yet, in sending order (close() waits for them in turn);
@@ -69,6 +74,14 @@ class OffsetCommitter:
 
     # -- commits -------------------------------------------------------------------------
     def send_commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> RequestFuture[None]:
+        future = self._send_commit(offsets)
+        if self._on_done is not None:
+            on_done, started = self._on_done, time.perf_counter()
+            future.add_both(lambda result: on_done(time.perf_counter() - started,
+                                                   result if isinstance(result, BaseException) else None))
+        return future
+
+    def _send_commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> RequestFuture[None]:
         generation = self.member.generation_if_stable()
         if generation is None:
             if self.subscription.is_group_subscribed():

@@ -18,6 +18,7 @@ from typing import Any
 from kafka.protocol.consumer import IsolationLevel
 
 from ..errors import ArgumentTypeError, ConfigurationError
+from ..otel.providers import api_installed
 from ..protocol.names import name_problem
 from .deserializers import check_deserializer
 from .settings import declared, names, used_defaults
@@ -172,6 +173,13 @@ def build_config(configs: Mapping[str, Any]) -> dict[str, Any]:
     callback = config["rebalance_event_callback"]
     if callback is not None and not callable(callback):
         raise ConfigurationError("rebalance_event_callback must be callable or None")
+    for name, method in (("tracer_provider", "get_tracer"), ("meter_provider", "get_meter")):
+        provider = config[name]
+        if provider is not None and not callable(getattr(provider, method, None)):
+            raise ConfigurationError(f"{name} must be an OpenTelemetry {name.split('_')[0].title()}Provider "
+                                     f"(with {method}()) or None, not {type(provider).__name__}")
+        if provider is not None and not api_installed():
+            raise ConfigurationError(f"{name} needs the OpenTelemetry API: pip install 'groupclient[otel]'")
     return config
 
 

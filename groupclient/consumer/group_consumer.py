@@ -53,7 +53,7 @@ from .broker_regex import broker_regex
 from .reconciler import Reconciler
 from .interceptors import InterceptorChain
 from .listener import ListenerCalls
-from .metrics import ConsumerMetrics
+from .observers import ConsumerObservers
 from .positions import PositionControl
 from .queries import ClusterQueries, check_partition
 from .rebalance_events import RebalanceEvent, RebalanceRecorder
@@ -129,7 +129,10 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
             raise ConfigurationError(str(exc)) from None
         self._interceptors = InterceptorChain(cfg["interceptors"])
         self._clock = clock or SystemClock()
-        self._metrics = ConsumerMetrics(self._clock.monotonic_ms) if cfg["metrics_enabled"] else None
+        self._subscription = SubscriptionState(cfg["auto_offset_reset"])
+        self._observers = ConsumerObservers(cfg, self._clock, self._subscription.lags_by_partition,
+                                            self._subscription.assigned)
+        self._metrics = self._observers.metrics
         self._ownership = ThreadOwnership()
         self._closed = False
         self._rng = rng or random.Random()
@@ -138,9 +141,7 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
             cfg["reconnect_backoff_max_ms"], cfg["max_in_flight_requests_per_connection"],
             cfg["metadata_max_age_ms"], cfg["allow_auto_create_topics"], cfg["retry_backoff_ms"],
             security), self._clock, self._rng, io=io,
-            observer=self._metrics.on_request_done if self._metrics is not None else None,
-            io_observer=self._metrics.on_io if self._metrics is not None else None)
-        self._subscription = SubscriptionState(cfg["auto_offset_reset"])
+            observer=self._observers.request_observer(), io_observer=self._observers.io_observer())
         self._events = RebalanceRecorder(self._event_callbacks(cfg["rebalance_event_callback"]))
         self._listener_calls = ListenerCalls(observer=self._events.listener_called)
         self._fetcher = Fetcher(self._client, self._subscription, FetchConfig(
@@ -168,10 +169,7 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
             self.subscribe(list(topics))
 
     def _event_callbacks(self, configured: Callable[[RebalanceEvent], Any] | None) -> list[Callable[[RebalanceEvent], Any]]:
-        callbacks: list[Callable[[RebalanceEvent], Any]] = []
-        if self._metrics is not None:
-            metrics = self._metrics
-            callbacks.append(lambda event: metrics.on_rebalance(event.total_ms))
+        callbacks = self._observers.rebalance_callbacks()
         if configured is not None:
             callbacks.append(configured)
         return callbacks
@@ -192,7 +190,8 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
             keeps_partitions_while_rejoining=protocol is RebalanceProtocol.COOPERATIVE)
         self._committer = OffsetCommitter(
             self._member, self._subscription, cfg["enable_auto_commit"], cfg["auto_commit_interval_ms"],
-            on_commit=self._interceptors.on_commit if self._interceptors else None)
+            on_commit=self._interceptors.on_commit if self._interceptors else None,
+            on_done=self._observers.commit_observer())
         self._hooks = ConsumerGroupHooks(self._member, self._committer, self._subscription, assignors, protocol,
                                          self._listener_calls, self._events, drop_fetched, cfg["client_rack"])
         self._join = GroupJoin(self._member, self._hooks)
@@ -209,7 +208,8 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         self._member = member
         self._committer = OffsetCommitter(
             member, self._subscription, cfg["enable_auto_commit"], cfg["auto_commit_interval_ms"],
-            on_commit=self._interceptors.on_commit if self._interceptors else None)
+            on_commit=self._interceptors.on_commit if self._interceptors else None,
+            on_done=self._observers.commit_observer())
         self._reconciler = Reconciler(member, self._committer, self._subscription, self._client,
                                       self._listener_calls, self._events, self._drop_fetched)
 
@@ -322,16 +322,13 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
             if timeout_ms < 0:
                 raise ConfigurationError("timeout_ms must not be negative")
             limit = max_records or self.config["max_poll_records"]
+            started = self._observers.poll_started()
             records = self._poll_records(Timer(self._clock, timeout_ms), limit, update_offsets, columnar)
-            if columnar:
-                if records and self._metrics is not None:
-                    self._metrics.on_records_delivered(sum(len(part) for parts in records.values() for part in parts),
-                                                       self._fetcher.take_drained_bytes())
-                return records
-            if records and self._metrics is not None:
+            if records:
                 # bytes counted per fetch answer handed out, not per record (the hot path)
-                self._metrics.on_records_delivered(sum(len(batch) for batch in records.values()),
-                                                   self._fetcher.take_drained_bytes())
+                self._observers.delivered(records, columnar, self._fetcher.take_drained_bytes(), started)
+            if columnar:
+                return records
             if records and self._interceptors:
                 records = self._interceptors.on_consume(records)
             return records
@@ -396,6 +393,9 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         records this has returned, not the rest of the batch it fetched them in."""
         if self._closed:
             raise StopIteration  # a for loop over a closed consumer ends, as in kafka-python
+        telemetry = self._observers.telemetry
+        if telemetry is not None:
+            telemetry.end_process()  # the application is done with the record it had
         timeout = self.config["consumer_timeout_ms"]
         timer = Timer(self._clock, None if timeout == float("inf") else timeout)
         while True:
@@ -405,6 +405,8 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
                     self._iterator = None
                 elif self._subscription.mark_delivered(TopicPartition(record.topic, record.partition), record.offset,
                                                         record.leader_epoch):
+                    if telemetry is not None:
+                        telemetry.start_process(record)
                     return record
                 # else: revoked or seeked away since it was fetched; not this consumer's to give
             batch = self.poll(timeout_ms=min(timer.remaining_ms(), 1000), update_offsets=False)
@@ -558,6 +560,7 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
                 self._leave_group("the consumer is closing", timer)
             finally:
                 self._closed = True
+                self._observers.close()
                 self._client.close()
                 self._interceptors.close()
                 self._close_deserializers()

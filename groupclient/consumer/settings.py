@@ -217,6 +217,13 @@ class ConsumerSettings(TypedDict, total=False):
         None, "Called with a RebalanceEvent after every rebalance of this member (what was revoked, "
         "assigned and lost, why, how long it took), on the owner's thread.", OWN, origin="groupclient")]
 
+    tracer_provider: Annotated[Any, Setting(
+        None, "The OpenTelemetry TracerProvider for this consumer's spans (None: the global one); "
+        "needs groupclient[otel], see docs/observability.md.", OWN, origin="groupclient")]
+    meter_provider: Annotated[Any, Setting(
+        None, "The OpenTelemetry MeterProvider for this consumer's metrics (None: the global one); "
+        "needs groupclient[otel], see docs/observability.md.", OWN, origin="groupclient")]
+
     client_dns_lookup: Annotated[str, Setting(KAFKA_PYTHONS, "", IGNORED, status="ignored")]
     enable_incremental_fetch_sessions: Annotated[bool, Setting(KAFKA_PYTHONS, "", IGNORED, status="ignored")]
     kafka_client: Annotated[Any, Setting(KAFKA_PYTHONS, "", IGNORED, status="ignored")]

@@ -356,6 +356,12 @@ class SubscriptionState:
             return [max(0, s.high_watermark - s.position) for s in self._assignment.values()
                     if s.position is not None and s.high_watermark is not None]
 
+    def lags_by_partition(self) -> dict[TopicPartition, int]:
+        """:meth:`lags` by partition (any thread: OpenTelemetry's gauges read it)."""
+        with self._lock:
+            return {tp: max(0, s.high_watermark - s.position) for tp, s in self._assignment.items()
+                    if s.position is not None and s.high_watermark is not None}
+
     def missing_positions(self) -> set[TopicPartition]:
         """Partitions with neither a position nor a pending reset (need committed offsets)."""
         with self._lock:

@@ -40,7 +40,8 @@ def test_every_kafka_python_setting_is_declared_with_its_default() -> None:
                 expected = [cls.name for cls in expected]
             assert default == expected, name
     assert GroupConsumer.DEFAULT_CONFIG.keys() == set(theirs) | {
-        "interceptors", "rebalance_event_callback", "group_protocol", "group_remote_assignor"}
+        "interceptors", "rebalance_event_callback", "group_protocol", "group_remote_assignor",
+        "tracer_provider", "meter_provider"}
     assert {k: v for k, v in GroupConsumer.DEFAULT_CONFIG.items() if k in DEFAULTS} == DEFAULTS
 
 

@@ -1,0 +1,109 @@
+"""The consumer's OpenTelemetry instruments, one set per meter, shared by every consumer on it.
+
+Counters and histograms are created once per ``Meter`` (creating one twice makes the SDK warn
+about a duplicate) and recorded to from any thread: the SDK's instruments are thread-safe, and
+recording runs no application code (exporters run on the metric reader's own thread).
+
+The observable gauges (lag, lag in time, assigned partitions) are registered once per meter too,
+with one callback each that asks every live consumer on that meter for its values: a consumer
+joins with :meth:`ConsumerInstruments.watch` and leaves with :meth:`ConsumerInstruments.forget`
+(or by being garbage collected).  The callbacks run on the metric reader's thread; what they read
+is thread-safe on the consumer's side (see telemetry.py).  The set of live consumers has its own
+lock, held only to copy it.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Protocol
+
+from ..otel import semconv as names
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import CallbackOptions, Meter, Observation
+
+
+class GaugeSource(Protocol):
+    """A consumer whose gauges the callbacks read (on the metric reader's thread)."""
+
+    def observe_lag(self) -> Iterator[Observation]:
+        """Records lag per owned partition."""
+
+    def observe_time_lag(self) -> Iterator[Observation]:
+        """Seconds behind per owned partition."""
+
+    def observe_assigned(self) -> Iterator[Observation]:
+        """Number of owned partitions."""
+
+
+class ConsumerInstruments:
+    """Every instrument of the consumer on one meter (see the module docstring)."""
+
+    def __init__(self, meter: Meter) -> None:
+        buckets = list(names.DURATION_BUCKETS)
+        self.consumed = meter.create_counter(
+            names.MESSAGING_CLIENT_CONSUMED_MESSAGES, unit="{message}",
+            description="Records poll() handed to the application.")
+        self.consumed_bytes = meter.create_counter(
+            names.CONSUMED_BYTES, unit="By", description="Bytes of record batches poll() handed to the application.")
+        self.operation_duration = meter.create_histogram(
+            names.MESSAGING_CLIENT_OPERATION_DURATION, unit="s", explicit_bucket_boundaries_advisory=buckets,
+            description="poll() calls that returned records, and offset commits (error.type when one failed).")
+        self.process_duration = meter.create_histogram(
+            names.MESSAGING_PROCESS_DURATION, unit="s", explicit_bucket_boundaries_advisory=buckets,
+            description="The application's time with one record, iterating the consumer.")
+        self.fetch_duration = meter.create_histogram(
+            names.FETCH_DURATION, unit="s", explicit_bucket_boundaries_advisory=buckets,
+            description="Fetch requests, sent to answered (includes fetch_max_wait_ms when no data is there).")
+        self.heartbeat_duration = meter.create_histogram(
+            names.HEARTBEAT_DURATION, unit="s", explicit_bucket_boundaries_advisory=buckets,
+            description="Heartbeat response time (Heartbeat or ConsumerGroupHeartbeat).")
+        self.rebalance_duration = meter.create_histogram(
+            names.REBALANCE_DURATION, unit="s", explicit_bucket_boundaries_advisory=buckets,
+            description="Rebalances of this member, by reason and protocol: revoke, join, sync.")
+        self._sources: weakref.WeakSet[GaugeSource] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        meter.create_observable_gauge(names.RECORDS_LAG, [self._lag], unit="{message}",
+                                      description="Records behind the partition's high watermark.")
+        meter.create_observable_gauge(names.TIME_LAG, [self._time_lag], unit="s",
+                                      description="Now minus the timestamp of the last record consumed from "
+                                                  "the partition; 0 when caught up.")
+        meter.create_observable_gauge(names.ASSIGNED_PARTITIONS, [self._assigned], unit="{partition}",
+                                      description="Partitions this consumer owns.")
+
+    def watch(self, source: GaugeSource) -> None:
+        """Report ``source``'s gauges until :meth:`forget`."""
+        with self._lock:
+            self._sources.add(source)
+
+    def forget(self, source: GaugeSource) -> None:
+        with self._lock:
+            self._sources.discard(source)
+
+    def _live(self) -> list[GaugeSource]:
+        with self._lock:
+            return list(self._sources)
+
+    def _lag(self, options: CallbackOptions) -> Iterable[Observation]:
+        return [observation for source in self._live() for observation in source.observe_lag()]
+
+    def _time_lag(self, options: CallbackOptions) -> Iterable[Observation]:
+        return [observation for source in self._live() for observation in source.observe_time_lag()]
+
+    def _assigned(self, options: CallbackOptions) -> Iterable[Observation]:
+        return [observation for source in self._live() for observation in source.observe_assigned()]
+
+
+_BY_METER: weakref.WeakKeyDictionary[Meter, ConsumerInstruments] = weakref.WeakKeyDictionary()
+_BY_METER_LOCK = threading.Lock()
+
+
+def instruments_for(meter: Meter) -> ConsumerInstruments:
+    """The instrument set of ``meter``, created on first use."""
+    with _BY_METER_LOCK:
+        found = _BY_METER.get(meter)
+        if found is None:
+            found = _BY_METER[meter] = ConsumerInstruments(meter)
+        return found
