@@ -17,7 +17,7 @@ from ..errors import GroupClientError
 from .client import AdminConnection, AdminError, GroupNotFoundError
 from .groups import GroupAdmin
 from .model import GroupDescription
-from .render import GroupWatch, render_description, render_kafka, render_list
+from .render import GroupWatch, render_description, render_kafka, render_list, render_time_lag
 
 PROG = "groupclient groups"
 
@@ -49,6 +49,8 @@ def add_parser(commands: Any) -> None:
                                "(GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID)")
     describe.add_argument("--json", dest="format", action="store_const", const="json",
                           help="the same as --format json")
+    _add_lag_seconds(describe, " (not with --format kafka, whose columns are kafka-consumer-groups.sh's)")
+    describe.set_defaults(usage_error=describe.error)  # for --lag-seconds with --format kafka
     watch = sub.add_parser(
         "watch", parents=[conn], help="print a line whenever the group's state, members or assignments change",
         description="Describe the group every --interval-ms and print what changed (rebalances, members "
@@ -61,18 +63,28 @@ def add_parser(commands: Any) -> None:
                        help="stop after N changes (the first look is not a change; default: no limit)")
     watch.add_argument("--duration-s", type=positive_float, default=None, metavar="S",
                        help="stop after S seconds (default: until Ctrl-C)")
+    _add_lag_seconds(watch, " at each look, and prints a line at each look")
+
+
+def _add_lag_seconds(command: argparse.ArgumentParser, where: str) -> None:
+    command.add_argument("--lag-seconds", action="store_true",
+                         help="also each partition's lag in time, and the group's largest: now - the timestamp of "
+                              "the last record the group consumed (0 when it consumed everything); costs a Fetch "
+                              f"per broker{where}")
 
 
 def run(args: argparse.Namespace) -> int:
     command = args.groups_command
+    if command == "describe" and args.lag_seconds and args.format == "kafka":
+        args.usage_error("argument --lag-seconds: not allowed with --format kafka")  # exits 2
     try:
         with AdminConnection(args.bootstrap_servers, args.timeout_ms) as conn:
             admin = GroupAdmin(conn)
             if command == "list":
                 return _list(admin, args.json)
             if command == "describe":
-                return _describe(admin, args.group, args.format)
-            return _watch(admin, args.group, args.interval_ms, args.count, args.duration_s)
+                return _describe(admin, args.group, args.format, args.lag_seconds)
+            return _watch(admin, args.group, args.interval_ms, args.count, args.duration_s, args.lag_seconds)
     except AdminError as exc:
         print(f"{PROG} {command}: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -91,8 +103,8 @@ def _list(admin: GroupAdmin, as_json: bool) -> int:
     return 1 if errors else 0
 
 
-def _describe(admin: GroupAdmin, group_id: str, output: str) -> int:
-    description = admin.describe_group(group_id, admin.conn.timer())
+def _describe(admin: GroupAdmin, group_id: str, output: str, lag_seconds: bool = False) -> int:
+    description = admin.describe_group(group_id, admin.conn.timer(), time_lag=lag_seconds)
     if output == "json":
         print(json.dumps(description.to_json(), indent=2))
     elif output == "kafka":
@@ -107,7 +119,7 @@ def _stamp() -> str:
 
 
 def _watch(admin: GroupAdmin, group_id: str, interval_ms: int, count: int | None,
-           duration_s: float | None) -> int:
+           duration_s: float | None, lag_seconds: bool = False) -> int:
     conn = admin.conn
     clock = conn.clock
     deadline = None if duration_s is None else clock.monotonic_ms() + int(duration_s * 1000)
@@ -120,7 +132,7 @@ def _watch(admin: GroupAdmin, group_id: str, interval_ms: int, count: int | None
         description: GroupDescription | None = None
         error: str | None = None
         try:
-            description = admin.describe_group(group_id, timer, offsets=False)
+            description = admin.describe_group(group_id, timer, offsets=False, time_lag=lag_seconds)
         except GroupNotFoundError:
             pass  # shown as "not found", and watched until it appears
         except AdminError as exc:
@@ -139,6 +151,8 @@ def _watch(admin: GroupAdmin, group_id: str, interval_ms: int, count: int | None
                 print(f"{_stamp()} {group_id}: {line}", flush=True)
             if lines and not first:
                 changes += 1
+            if lag_seconds and description is not None:  # each look, not a change
+                print(f"{_stamp()} {group_id}: {render_time_lag(description)}", flush=True)
         last_error = error
         now = clock.monotonic_ms()
         if count is not None and changes >= count:

@@ -30,8 +30,9 @@ from ..protocol.apis import ApiKey
 from .client import AdminConnection, AdminError, GroupNotFoundError, check
 from .consumer_groups import describe_consumer_group
 from .model import CLASSIC, CONSUMER, Coordinator, GroupDescription, ListedGroup, Member, PartitionLag
+from .time_lag import time_lags
 
-LATEST = -1
+LATEST, EARLIEST = -1, -2  # ListOffsets: the log end offset, the log start offset
 READ_UNCOMMITTED = 0
 LIST_OFFSETS_ATTEMPTS = 3  # then a partition whose leader keeps refusing shows no end offset
 
@@ -70,10 +71,15 @@ class GroupAdmin:
                             g.group_type if v >= 5 else None, node_id) for g in response.groups]
 
     # -- describe ------------------------------------------------------------------------
-    def describe_group(self, group_id: str, timer: Timer, offsets: bool = True) -> GroupDescription:
+    def describe_group(self, group_id: str, timer: Timer, offsets: bool = True,
+                       time_lag: bool = False) -> GroupDescription:
         """The group's state and members, and with ``offsets`` its committed offsets and lag; a
         classic group or a consumer-protocol one (``group_type``).  Raises GroupNotFoundError for
-        a group the coordinator does not know."""
+        a group the coordinator does not know.
+
+        ``time_lag`` (which implies ``offsets``): each partition's lag in time too, from the
+        timestamp of the last record consumed (:mod:`.time_lag`: a Fetch per partition leader)."""
+        offsets = offsets or time_lag
         def attempt() -> tuple[GroupDescription, dict[TopicPartition, int]]:
             coordinator = self._find_coordinator(group_id, timer)
             description = self._describe_either(coordinator, group_id, timer)
@@ -88,7 +94,10 @@ class GroupAdmin:
         ends = self._end_offsets(partitions, timer)
         lags = tuple(PartitionLag(tp.topic, tp.partition, committed.get(tp), ends.get(tp), assigned.get(tp))
                      for tp in partitions)
-        return replace(description, offsets=lags)
+        if time_lag:
+            seconds = time_lags(self.conn, lags, timer, partial(self._end_offsets, timer=timer, timestamp=EARLIEST))
+            lags = tuple(replace(p, time_lag_s=seconds.get(TopicPartition(p.topic, p.partition))) for p in lags)
+        return replace(description, offsets=lags, with_time_lag=time_lag)
 
     def _find_coordinator(self, group_id: str, timer: Timer) -> Coordinator:
         node = self.conn.client.least_loaded_node()
@@ -192,9 +201,11 @@ class GroupAdmin:
         return committed
 
     # -- end offsets ---------------------------------------------------------------------
-    def _end_offsets(self, partitions: list[TopicPartition], timer: Timer) -> dict[TopicPartition, int]:
-        """ListOffsets LATEST from each partition's leader; partitions without an answer after
-        a few attempts (a deleted topic, a leader that keeps refusing) are left out."""
+    def _end_offsets(self, partitions: list[TopicPartition], timer: Timer,
+                     timestamp: int = LATEST) -> dict[TopicPartition, int]:
+        """ListOffsets LATEST (or ``timestamp``: EARLIEST, the log start offsets) from each
+        partition's leader; partitions without an answer after a few attempts (a deleted topic, a
+        leader that keeps refusing) are left out."""
         found: dict[TopicPartition, int] = {}
         pending = list(partitions)
         for _ in range(LIST_OFFSETS_ATTEMPTS):
@@ -209,18 +220,19 @@ class GroupAdmin:
             for leader, tps in sorted(by_leader.items()):
                 try:
                     found.update(self.conn.retrying(f"ListOffsets from node {leader}", timer,
-                                                    partial(self._list_offsets, leader, tps, timer)))
+                                                    partial(self._list_offsets, leader, tps, timer, timestamp)))
                 except AdminError:
                     continue
             pending = [tp for tp in pending if tp not in found]
         return found
 
-    def _list_offsets(self, node_id: int, partitions: list[TopicPartition], timer: Timer) -> dict[TopicPartition, int]:
+    def _list_offsets(self, node_id: int, partitions: list[TopicPartition], timer: Timer,
+                      timestamp: int) -> dict[TopicPartition, int]:
         Topic = ListOffsetsRequest.ListOffsetsTopic
         by_topic: dict[str, list[Any]] = {}
         for tp in partitions:
             by_topic.setdefault(tp.topic, []).append(Topic.ListOffsetsPartition(
-                partition_index=tp.partition, current_leader_epoch=-1, timestamp=LATEST, max_num_offsets=1))
+                partition_index=tp.partition, current_leader_epoch=-1, timestamp=timestamp, max_num_offsets=1))
 
         def build(version: int) -> Any:
             return ListOffsetsRequest(version=version, replica_id=-1, isolation_level=READ_UNCOMMITTED,

@@ -95,11 +95,16 @@ class Member:
 
 @dataclass(frozen=True)
 class PartitionLag:
+    """A partition's committed offset and lag, in records and (when asked for) in time."""
+
     topic: str
     partition: int
     committed: int | None  # None: no committed offset
     end: int | None  # None: the log end offset could not be had
     member_id: str | None  # the member it is assigned to, if any
+    # seconds since the last record consumed was written (see time_lag.py); None: unknown or
+    # not asked for
+    time_lag_s: float | None = None
 
     @property
     def lag(self) -> int | None:
@@ -107,9 +112,13 @@ class PartitionLag:
             return None
         return self.end - self.committed
 
-    def to_json(self) -> dict[str, Any]:
-        return {"topic": self.topic, "partition": self.partition, "committed_offset": self.committed,
-                "log_end_offset": self.end, "lag": self.lag, "member_id": self.member_id}
+    def to_json(self, time_lag: bool = False) -> dict[str, Any]:
+        """Its JSON object; ``time_lag_s`` added with ``time_lag`` (when it was asked for)."""
+        answer: dict[str, Any] = {"topic": self.topic, "partition": self.partition, "committed_offset": self.committed,
+                                  "log_end_offset": self.end, "lag": self.lag, "member_id": self.member_id}
+        if time_lag:
+            answer["time_lag_s"] = self.time_lag_s
+        return answer
 
 
 @dataclass(frozen=True)
@@ -143,11 +152,18 @@ class GroupDescription:
     group_epoch: int | None = None
     assignment_epoch: int | None = None  # the epoch of the group's target assignment
     assignor: str | None = None
+    with_time_lag: bool = False  # the offsets' time lags were asked for (``--lag-seconds``)
 
     @property
     def total_lag(self) -> int | None:
         lags = [p.lag for p in self.offsets if p.lag is not None]
         return sum(lags) if lags else None
+
+    @property
+    def max_time_lag_s(self) -> float | None:
+        """The largest time lag of the partitions whose time lag is known; None: none is."""
+        lags = [p.time_lag_s for p in self.offsets if p.time_lag_s is not None]
+        return max(lags) if lags else None
 
     def assigned(self) -> dict[TopicPartition, str]:
         """Each assigned partition's member (a consumer group: the member that owns it now)."""
@@ -165,6 +181,8 @@ class GroupDescription:
         answer.update({
             "coordinator": {"node_id": c.node_id, "host": c.host, "port": c.port},
             "members": [m.to_json() for m in self.members],
-            "offsets": [p.to_json() for p in self.offsets], "total_lag": self.total_lag,
+            "offsets": [p.to_json(self.with_time_lag) for p in self.offsets], "total_lag": self.total_lag,
         })
+        if self.with_time_lag:  # an added key: the JSON without --lag-seconds stays as it was
+            answer["max_time_lag_s"] = self.max_time_lag_s
         return answer

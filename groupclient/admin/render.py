@@ -124,13 +124,37 @@ def render_description(d: GroupDescription) -> str:
     else:
         parts.append("no members")
     if d.offsets:
-        parts.append(table(["TOPIC", "PARTITION", "COMMITTED-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID"],
-                           [[p.topic, p.partition, p.committed, p.end, p.lag, p.member_id] for p in d.offsets]))
+        # the time lag column only when it was asked for: the table without it stays as it was
+        timed = d.with_time_lag
+        parts.append(table(["TOPIC", "PARTITION", "COMMITTED-OFFSET", "LOG-END-OFFSET", "LAG",
+                            *(["TIME-LAG-S"] if timed else []), "MEMBER-ID"],
+                           [[p.topic, p.partition, p.committed, p.end, p.lag,
+                             *([seconds(p.time_lag_s)] if timed else []), p.member_id] for p in d.offsets]))
         total = d.total_lag
-        parts.append(f"total lag: {NONE if total is None else total}")
+        parts.append(f"total lag: {NONE if total is None else total}"
+                     + (f"\nmax time lag: {_in_s(d.max_time_lag_s)}" if timed else ""))
     else:
         parts.append("no committed offsets")
     return "\n\n".join(parts)
+
+
+def seconds(value: float | None) -> str:
+    """A time lag: seconds to the millisecond (the records' timestamps are milliseconds); "-"
+    for unknown."""
+    return NONE if value is None else f"{value:.3f}"
+
+
+def _in_s(value: float | None) -> str:
+    return NONE if value is None else f"{seconds(value)} s"
+
+
+def render_time_lag(d: GroupDescription) -> str:
+    """``groups watch --lag-seconds``'s line of each look: the group's largest time lag, then
+    each partition's (``time lag: max 12.345 s; orders[0] 12.345 s, orders[1] 0.000 s, orders[2] -``)."""
+    if not d.offsets:
+        return "time lag: - (no committed offsets)"
+    each = ", ".join(f"{p.topic}[{p.partition}] {_in_s(p.time_lag_s)}" for p in d.offsets)
+    return f"time lag: max {_in_s(d.max_time_lag_s)}; {each}"
 
 
 def subscription(m: Member) -> str:

@@ -67,6 +67,11 @@ RUNS: dict[str, Runner] = {
         contexts.billing_alone, contexts.billing_2_starts, first_look_lines=3),
     "docs/cli.md: $ groupclient groups watch billing --interval-ms 200 --count 2": Watch(
         contexts.billing, contexts.billing_2_stops, first_look_lines=5),
+    "docs/cli.md: $ groupclient groups describe billing --lag-seconds": Transcript(
+        contexts.billing_cli, numbers=True),
+    "docs/cli.md: $ groupclient groups watch billing --lag-seconds --interval-ms 1000 --duration-s 3": Mirrored(
+        ("tests/integration/test_cli_time_lag.py::test_watch_prints_the_time_lag_at_each_look",),
+        "its time lags and the number of looks in 3 s depend on timing: the test checks each line's values"),
     "docs/cli.md: $ groupclient groups describe shipping": Transcript(contexts.shipping_cli),
     "docs/cli.md: $ groupclient groups watch shipping --interval-ms 200 --duration-s 8": Mirrored(
         ("tests/integration/test_cli_consumer_groups.py::test_describe_and_watch_show_a_member_reconciling",),
