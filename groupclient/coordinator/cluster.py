@@ -17,6 +17,7 @@ from .core import ClusterCore, Record
 from .faults import FaultRule
 from .memory_pool import PoolStats
 from .placement import offsets_partition_for
+from .telemetry import check_meter_provider
 
 T = TypeVar("T")
 
@@ -38,10 +39,16 @@ class EmbeddedCluster:
         host: str = "127.0.0.1",
         ports: Iterable[int] | None = None,
         clock: Clock | None = None,
+        meter_provider: Any = None,
         **settings: Any,
     ) -> None:
+        """``settings``: :class:`CoordinatorConfig` fields.  ``meter_provider``: an OpenTelemetry SDK
+        ``MeterProvider`` for the coordinator's metrics (docs/observability.md; needs
+        ``groupclient[otel]``); None: the global provider, if the application set one when the
+        cluster starts, else no metrics at all."""
         if nodes < 1:
             raise ValueError("nodes must be at least 1")
+        check_meter_provider(meter_provider)
         port_list = list(ports) if ports is not None else [0] * nodes
         if len(port_list) != nodes:
             raise ValueError(f"{nodes} nodes need {nodes} ports, got {len(port_list)}")
@@ -54,6 +61,7 @@ class EmbeddedCluster:
         self._host = host
         self._ports = port_list
         self._clock = clock or SystemClock()
+        self._meter_provider = meter_provider
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._core: ClusterCore | None = None
@@ -76,7 +84,7 @@ class EmbeddedCluster:
         self._thread.start()
         ready.wait()
         self._core = ClusterCore(self.config, self._clock, self.data_dir,
-                                 [(self._host, p) for p in self._ports])
+                                 [(self._host, p) for p in self._ports], meter_provider=self._meter_provider)
         try:
             self._run(self._core.start())
         except BaseException:

@@ -10,6 +10,7 @@ import os
 import random
 import uuid
 from pathlib import Path
+from typing import Any
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
@@ -23,6 +24,7 @@ from .placement import elect_leader, offsets_partition_for
 from .runtime import AsyncioRuntime, ServerRuntime, Waiter
 from .storage.group_store import GroupStore
 from .storage.topic_log import TopicStore
+from .telemetry import CoordinatorTelemetry, coordinator_telemetry
 
 log = logging.getLogger("groupclient.coordinator")
 
@@ -49,9 +51,10 @@ def _cluster_id(data_dir: Path | None, rng: random.Random) -> str:
 class ClusterCore:
     def __init__(self, config: CoordinatorConfig, clock: Clock, data_dir: Path | None,
                  node_addresses: list[tuple[str, int]], runtime: ServerRuntime | None = None,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, meter_provider: Any = None) -> None:
         """``rng``: every random id the cluster makes (cluster, topics, members) comes from it; the
-        simulator passes a seeded one, so a seed replays them."""
+        simulator passes a seeded one, so a seed replays them.  ``meter_provider``: where the
+        coordinator's metrics go (telemetry.py; None: the global provider, if one was set)."""
         if not node_addresses:
             raise ValueError("a cluster needs at least one node")
         self.config = config
@@ -65,8 +68,10 @@ class ClusterCore:
         self.group_store = GroupStore(data_dir, config.fsync)
         self.faults = FaultInjector()
         self.request_memory = RequestMemoryPool(config.queued_max_request_bytes)
+        self.telemetry: CoordinatorTelemetry | None = coordinator_telemetry(meter_provider)
         self.nodes: dict[int, BrokerNode] = {
-            node_id: BrokerNode(self, node_id, host, port) for node_id, (host, port) in enumerate(node_addresses)
+            node_id: BrokerNode(self, node_id, host, port, self.telemetry)
+            for node_id, (host, port) in enumerate(node_addresses)
         }
         self._node_ids = sorted(self.nodes)
         self._offsets_leaders: dict[int, int | None] = {}
@@ -152,6 +157,8 @@ class ClusterCore:
                     fut.cancel()
         self.topics.close()
         self.group_store.close()
+        if self.telemetry is not None:
+            self.telemetry.close()
 
     # -- records -------------------------------------------------------------------------
     def append_records(self, topic: str, items: list[Record], partition: int | None = None,

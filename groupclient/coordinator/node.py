@@ -24,6 +24,7 @@ from .handlers.sasl import authenticate_response, handshake_response
 from .memory_pool import Grant
 from .runtime import TimerHandle
 from .sasl_session import Gate, SaslSession
+from .telemetry import GROUPS_UNTOUCHED, CoordinatorTelemetry
 
 log = logging.getLogger("groupclient.coordinator.node")
 
@@ -46,14 +47,18 @@ class CloseAfter(Exception):
 
 
 class BrokerNode:
-    def __init__(self, core: Cluster, node_id: int, host: str, port: int) -> None:
+    def __init__(self, core: Cluster, node_id: int, host: str, port: int,
+                 telemetry: CoordinatorTelemetry | None = None) -> None:
+        """``telemetry``: the cluster's metrics (None: none are recorded, at the cost of a check per request)."""
         self.core = core
         self.node_id = node_id
         self.host = host
         self.port = port
         self.live = False
+        self.telemetry = telemetry
         self.coordinator = GroupCoordinator(core.config, core.group_store, node_id, core.new_member_id,
-                                            core.new_consumer_member_id)
+                                            core.new_consumer_member_id,
+                                            telemetry.rebalanced if telemetry is not None else None)
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[Any]] = set()
         self._timer: TimerHandle | None = None
@@ -94,10 +99,14 @@ class BrokerNode:
         log.log(logging.DEBUG if shutting_down else logging.INFO, "node %d stopped", self.node_id)
 
     # -- timers --------------------------------------------------------------------------
-    def kick_timers(self) -> None:
-        """Run due coordinator timers and arm the loop for the next deadline."""
+    def kick_timers(self, api: ApiKey | None = None) -> None:
+        """Run due coordinator timers and arm the loop for the next deadline.  ``api``: the API of
+        the request just handled, if that is the caller; unless it is one that never changes a
+        group, the metrics look at the groups again (as after timers that ran)."""
         now = self.core.clock.monotonic_ms()
-        self.coordinator.on_timer(now)
+        ran = self.coordinator.on_timer(now)
+        if self.telemetry is not None and (ran or api not in GROUPS_UNTOUCHED):
+            self.telemetry.observe_groups(self.node_id, self.coordinator)
         deadline = self.coordinator.next_deadline()
         if deadline == self._timer_deadline and self._timer is not None:
             return
@@ -187,6 +196,7 @@ class BrokerNode:
         """``decoded`` is called once the frame's bytes are no longer needed: after decoding,
         except for Produce, whose records are kept until appended (as Kafka keeps the buffer)."""
         fixed = peek_header(payload)
+        telemetry = self.telemetry
         try:
             key = ApiKey(fixed.api_key)
         except ValueError:
@@ -202,24 +212,26 @@ class BrokerNode:
         if key is ApiKey.API_VERSIONS and not served:
             # KIP-511: answer with v0 so any client can read which versions we do have
             listed = supported_versions(0, ErrorCode.UNSUPPORTED_VERSION, self.core.config.serves_consumer_protocol)
-            return self._encode(listed, fixed.correlation_id, 0)
+            started = telemetry.now() if telemetry is not None else 0  # from the header, all there is decoded
+            return self._reply(key, listed, fixed.correlation_id, 0, started)
         if not spec.schema_knows(version):
             raise FrameError(f"{key.name} version {version} is unknown")
         try:
             request = spec.request.decode(payload, version=version, header=True)
         except Exception as exc:
             raise FrameError(f"malformed {key.name} v{version} request: {exc!r}") from None
+        started = telemetry.now() if telemetry is not None else 0
         if decoded is not None and key is not ApiKey.PRODUCE:
             decoded()
         handler = HANDLERS[key]
         if gate is Gate.REFUSE:
-            raise CloseAfter(self._encode(handler.error_response(request, ErrorCode.ILLEGAL_SASL_STATE),
-                                          fixed.correlation_id, version))
+            raise CloseAfter(self._reply(key, handler.error_response(request, ErrorCode.ILLEGAL_SASL_STATE),
+                                         fixed.correlation_id, version, started))
         if gate is Gate.SASL:
             assert session is not None
             if not served:  # Kafka closes on a SaslAuthenticate version it does not know
                 raise CloseAfter(None)
-            answer = self._encode(self._authenticate(session, key, request), fixed.correlation_id, version)
+            answer = self._reply(key, self._authenticate(session, key, request), fixed.correlation_id, version, started)
             if session.failed:
                 raise CloseAfter(answer)
             return answer
@@ -229,8 +241,10 @@ class BrokerNode:
             response = await self._handle(key, handler, request, client_host,
                                           session.principal if session is not None else None)
         if key is ApiKey.PRODUCE and request.acks == 0:
+            if telemetry is not None:
+                telemetry.answered(key, response, started)  # handled, though nothing is sent back
             return None
-        return self._encode(response, fixed.correlation_id, version)
+        return self._reply(key, response, fixed.correlation_id, version, started)
 
     @staticmethod
     def _authenticate(session: SaslSession, key: ApiKey, request: Any) -> Any:
@@ -259,7 +273,14 @@ class BrokerNode:
             log.exception("node %d: %s handler failed", self.node_id, key.name)
             return handler.error_response(request, ErrorCode.UNKNOWN_SERVER_ERROR)
         finally:
-            self.kick_timers()
+            self.kick_timers(key)
+
+    def _reply(self, key: ApiKey, response: Any, correlation_id: int, version: int, started: int) -> bytes:
+        """The answer's bytes; the metrics count it (``started``: ``telemetry.now()`` at the request)."""
+        answer = self._encode(response, correlation_id, version)
+        if self.telemetry is not None:
+            self.telemetry.answered(key, response, started)
+        return answer
 
     @staticmethod
     def _encode(response: Any, correlation_id: int, version: int) -> bytes:

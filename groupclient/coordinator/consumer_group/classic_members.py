@@ -28,6 +28,7 @@ from ...protocol.consumer_protocol import PROTOCOL_TYPE, Assignment, decode_assi
 from ...structs import TopicPartition
 from ..group.metadata import JoinResult, SyncResult
 from ..group.requests import JoinRequest, SyncRequest
+from ..group.state import RebalanceCause
 from .group import ClassicProtocol, ConsumerGroup, Member
 from .reconciliation import MemberAssignment, MemberAssignmentState
 from .subscriptions import Topics
@@ -65,6 +66,7 @@ def join(group: ConsumerGroup, req: JoinRequest, now: int, topics: Topics,
         if req.require_known_member_id:
             return JoinResult(E.MEMBER_ID_REQUIRED, member_id)
     member = group.members.get(member_id)
+    joined = member is None
     if member is None:  # Kafka keeps no pending ids here: the id it handed out, or any, joins
         member = Member(member_id, req.group_instance_id, None, req.client_id, req.client_host,
                         joined_at=group.joins)
@@ -84,6 +86,8 @@ def join(group: ConsumerGroup, req: JoinRequest, now: int, topics: Topics,
     member.classic = ClassicProtocol(req.session_timeout_ms, req.protocols, now + req.rebalance_timeout_ms)
     if group.subscribed.refresh(group.members.values(), topics) or changed:
         group.epoch += 1
+        group.epoch_cause = (RebalanceCause.MEMBER_JOINED if joined else RebalanceCause.SUBSCRIPTION_CHANGED
+                             if changed else RebalanceCause.TOPICS_CHANGED)
     group.maybe_assign(topics)
     group.reconcile(member, _ids(subscription.owned_partitions, topics), now)
     member.session_ends_at = now + req.session_timeout_ms

@@ -27,6 +27,7 @@ from typing import Any
 
 from ...error_codes import ErrorCode
 from ..config import CoordinatorConfig
+from ..group.state import RebalanceCause
 from .assignors import ASSIGNORS, MemberSpec
 from .errors import HeartbeatError
 from .reconciliation import MemberAssignment, MemberAssignmentState, Partitions, next_assignment
@@ -153,6 +154,9 @@ class ConsumerGroup:
                                         force=(member.topics, member.regex, len(self.members)) != before)
         if changed or moved or self.epoch == 0:
             self.epoch += 1
+            # a join (epoch 0 here: a new member, or a static one back) states its subscription too
+            self.epoch_cause = (RebalanceCause.MEMBER_JOINED if request.member_epoch == 0
+                                else RebalanceCause.SUBSCRIPTION_CHANGED if changed else RebalanceCause.TOPICS_CHANGED)
         self.resolution_due = self.subscribed.resolution_due(topics, now)
         member.session_ends_at = now + self.settings.session_timeout_ms
         self.maybe_assign(topics)
@@ -170,6 +174,7 @@ class ConsumerGroup:
                       assigned if send else None)
 
     resolution_due = False
+    epoch_cause: RebalanceCause | None = None  # why the group epoch last moved (the coordinator's metrics)
 
     def resolve_patterns(self, now: int, topics: Topics) -> bool:
         """Resolve the members' patterns (Kafka does it in the background, off the heartbeat);
@@ -178,6 +183,7 @@ class ConsumerGroup:
         self.subscribed.resolve(self.members.values(), topics, now)
         if self.subscribed.refresh(self.members.values(), topics):
             self.epoch += 1
+            self.epoch_cause = RebalanceCause.TOPICS_CHANGED
             return True
         return False
 
@@ -343,16 +349,17 @@ class ConsumerGroup:
                                                  member.assignment.assigned)
             member.revoke_by = None
         else:
-            self.remove([member])
+            self.remove([member], RebalanceCause.MEMBER_LEFT)
         return Answer(member_id, request.member_epoch, 0, None)
 
-    def remove(self, members: list[Member]) -> None:
+    def remove(self, members: list[Member], cause: RebalanceCause) -> None:
         """Remove members (left, expired, fenced): the group epoch moves."""
         for member in members:
             del self.members[member.member_id]
             self.target.pop(member.member_id, None)
         self.subscribed.refresh(self.members.values(), self.subscribed_topics())
         self.epoch += 1
+        self.epoch_cause = cause
 
     def subscribed_topics(self) -> Topics:
         """The subscribed topics' metadata as last looked at (what a removal compares against)."""
@@ -363,7 +370,7 @@ class ConsumerGroup:
         too) or that did not give partitions up within their rebalance timeout (fenced); their ids."""
         gone = [m for m in self.members.values() if now >= deadline_of(m)]
         if gone:
-            self.remove(gone)
+            self.remove(gone, RebalanceCause.MEMBER_EXPIRED)
         return [m.member_id for m in gone]
 
 

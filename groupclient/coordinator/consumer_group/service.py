@@ -27,6 +27,7 @@ from ...error_codes import ErrorCode
 from ..config import CoordinatorConfig
 from ..group.metadata import Group, JoinResult, SyncResult
 from ..group.requests import JoinRequest, LeavingMember, SyncRequest
+from ..group.state import CONSUMER, RebalanceCause, RebalanceHook
 from ..group.timers import TimerQueue
 from . import classic_members
 from .errors import HeartbeatError
@@ -67,10 +68,12 @@ class ConsumerGroups:
     """The consumer-protocol groups of the offsets partitions one node leads."""
 
     def __init__(self, config: CoordinatorConfig, store: GroupRecords, timers: TimerQueue,
-                 owns: Callable[[str], bool], classic: ClassicSide, new_member_id: Callable[[], str]) -> None:
+                 owns: Callable[[str], bool], classic: ClassicSide, new_member_id: Callable[[], str],
+                 on_rebalance: RebalanceHook | None = None) -> None:
         """``store``: where the cluster's consumer groups (every node's) are kept; ``owns(group_id)``:
         whether this node coordinates the id; ``classic``: this node's classic groups;
-        ``new_member_id()`` names a member the coordinator names (a UUID, as Kafka's)."""
+        ``new_member_id()`` names a member the coordinator names (a UUID, as Kafka's);
+        ``on_rebalance`` is told of each new group epoch."""
         self.config = config
         self.settings = GroupSettings.of(config)
         self._store = store
@@ -79,6 +82,7 @@ class ConsumerGroups:
         self._owns = owns
         self._classic = classic
         self._new_member_id = new_member_id
+        self._on_rebalance = on_rebalance
         self._topics: Topics = {}  # the cluster's topics as the last request saw them
         self._names_of: tuple[Topics, dict[uuid.UUID, str]] | None = None
 
@@ -147,6 +151,7 @@ class ConsumerGroups:
         patterns off the request, and turn it back into a classic group if only classic members are left."""
         self._store.save_consumer_group(group, None if (group.epoch, group.assignment_epoch) != epochs
                                         else member_ids)
+        self._rebalanced(group, epochs[0])
         for member_id in member_ids:
             self._arm(group, member_id)
         if group.resolution_due and ("consumer-regex", group.group_id) not in self._timers:
@@ -156,8 +161,10 @@ class ConsumerGroups:
 
     def _resolve(self, group: ConsumerGroup, now: int) -> None:
         if self._registry.get(group.group_id) is group and self._owns(group.group_id):
+            epoch = group.epoch
             if group.resolve_patterns(now, self._topics):
                 log.info("group %s: its patterns now match other topics; group epoch %d", group.group_id, group.epoch)
+            self._rebalanced(group, epoch)
             self._store.save_consumer_group(group, [])
 
     # -- classic members (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) ----------------------------
@@ -220,7 +227,8 @@ class ConsumerGroups:
                 gone.append(member)
             results.append((who, error))
         if gone:
-            group.remove(gone)
+            group.remove(gone, RebalanceCause.MEMBER_LEFT)
+            self._rebalanced(group, epoch)
             for member in gone:
                 self._timers.cancel(("consumer", group_id, member.member_id))
                 log.info("group %s: member %s left (LeaveGroup); group epoch %d", group_id, member.member_id,
@@ -248,6 +256,11 @@ class ConsumerGroups:
                  group.group_id, len(classic.members))
         self._classic.adopt_classic(classic, now)
 
+    def _rebalanced(self, group: ConsumerGroup, epoch: int) -> None:
+        """Tell the hook if the group epoch moved past ``epoch`` (a new epoch: a rebalance)."""
+        if self._on_rebalance is not None and group.epoch > epoch:
+            self._on_rebalance(group.group_id, CONSUMER, group.epoch_cause)
+
     # -- deadlines -------------------------------------------------------------------------------
     def _arm(self, group: ConsumerGroup, member_id: str) -> None:
         """The member's next deadline (its session's end, or its time to revoke, sync or rejoin)."""
@@ -270,6 +283,7 @@ class ConsumerGroups:
         for member in group.members.values():
             self._arm(group, member.member_id)  # whoever is left keeps its own deadline
         if gone:
+            self._rebalanced(group, epoch)
             self._store.save_consumer_group(group)
             self._maybe_downgrade(group, now, epoch)
 

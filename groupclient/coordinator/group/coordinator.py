@@ -21,7 +21,7 @@ from .metadata import Group, JoinCallback, JoinResult, Member, SyncCallback, Syn
 from .requests import JoinRequest, LeavingMember, SyncRequest
 from .retention import cancel_cleanup, schedule_cleanup
 from .snapshots import group_from_snapshot, snapshot_of
-from .state import GroupState
+from .state import CLASSIC, GroupState, RebalanceCause, RebalanceHook
 from .timers import TimerQueue
 
 __all__ = ["GroupCoordinator", "JoinRequest", "LeavingMember", "SyncRequest"]
@@ -30,6 +30,7 @@ log = logging.getLogger("groupclient.coordinator.group")
 
 S = GroupState
 E = ErrorCode
+C = RebalanceCause
 
 
 class GroupCoordinator:
@@ -40,9 +41,11 @@ class GroupCoordinator:
         node_id: int,
         new_member_id: Callable[[str], str],
         new_consumer_member_id: Callable[[], str] | None = None,
+        on_rebalance: RebalanceHook | None = None,
     ) -> None:
         """``new_member_id(client_id)`` names a classic member, ``new_consumer_member_id()`` a
-        consumer-protocol member that joins without an id (v0; a random UUID, as Kafka's)."""
+        consumer-protocol member that joins without an id (v0; a random UUID, as Kafka's);
+        ``on_rebalance`` is told of each new generation and group epoch (the metrics')."""
         self.config = config
         self.store = store
         self.node_id = node_id
@@ -50,9 +53,10 @@ class GroupCoordinator:
         self.owned_partitions: set[int] = set()
         self.timers = TimerQueue()
         self._new_member_id = new_member_id  # the cluster's: random ids from its injected source
+        self._on_rebalance = on_rebalance
         # the consumer-protocol groups: same ids namespace, same timers, same partitions
         self.consumer = ConsumerGroups(config, store, self.timers, self.is_coordinator_for, self,
-                                       new_consumer_member_id or (lambda: new_member_id("")[1:]))
+                                       new_consumer_member_id or (lambda: new_member_id("")[1:]), on_rebalance)
 
     # -- placement -----------------------------------------------------------------------
     def partition_for(self, group_id: str) -> int:
@@ -141,7 +145,7 @@ class GroupCoordinator:
         self.groups[group.group_id] = group
         for member in group.members.values():
             self._schedule_heartbeat_expiry(group, member, now)
-        self._prepare_rebalance(group, now, "converted from a consumer group")
+        self._prepare_rebalance(group, now, "converted from a consumer group", C.CONVERTED)
         self._store_group(group)
 
     def drop_group(self, group: Group, reason: str) -> None:
@@ -248,19 +252,20 @@ class GroupCoordinator:
         protocols = list(req.protocols)
         if group.is_in(S.PREPARING_REBALANCE):
             self._update_member_and_rebalance(group, member, req, now, callback,
-                                              f"member {member_id} rejoined")
+                                              f"member {member_id} rejoined", C.METADATA_CHANGED)
         elif group.is_in(S.COMPLETING_REBALANCE):
             if member.matches(protocols):
                 # the member probably lost our JoinGroup response: answer it again
                 callback(self._join_result_for(group, member))
             else:
                 self._update_member_and_rebalance(group, member, req, now, callback,
-                                                  f"member {member_id} changed its metadata")
+                                                  f"member {member_id} changed its metadata", C.METADATA_CHANGED)
         elif group.is_in(S.STABLE):
             if group.is_leader(member_id) or not member.matches(protocols):
                 reason = req.reason or (f"leader {member_id} rejoined" if group.is_leader(member_id)
                                         else f"member {member_id} changed its metadata")
-                self._update_member_and_rebalance(group, member, req, now, callback, reason)
+                cause = C.LEADER_REJOINED if group.is_leader(member_id) else C.METADATA_CHANGED
+                self._update_member_and_rebalance(group, member, req, now, callback, reason, cause)
             else:
                 # a follower rejoining with unchanged metadata: nothing to rebalance
                 self._schedule_heartbeat_expiry(group, member, now)
@@ -286,12 +291,12 @@ class GroupCoordinator:
         group.add(member)
         self._schedule_heartbeat_expiry(group, member, now, self.config.new_member_join_timeout_ms)
         reason = f"new member {member_id} joined" + (f" ({req.reason})" if req.reason else "")
-        self._maybe_prepare_rebalance(group, now, reason)
+        self._maybe_prepare_rebalance(group, now, reason, C.MEMBER_JOINED)
 
     def _update_member_and_rebalance(self, group: Group, member: Member, req: JoinRequest,
-                                     now: int, callback: JoinCallback, reason: str) -> None:
+                                     now: int, callback: JoinCallback, reason: str, cause: RebalanceCause) -> None:
         self._update_member(group, member, req, callback)
-        self._maybe_prepare_rebalance(group, now, req.reason or reason)
+        self._maybe_prepare_rebalance(group, now, req.reason or reason, cause)
 
     @staticmethod
     def _update_member(group: Group, member: Member, req: JoinRequest, callback: JoinCallback) -> None:
@@ -329,23 +334,25 @@ class GroupCoordinator:
                 ))
             else:
                 self._maybe_prepare_rebalance(group, now, f"static member {req.group_instance_id} "
-                                              "rejoined with a change of protocol")
+                                              "rejoined with a change of protocol", C.STATIC_MEMBER_REJOINED)
         elif group.is_in(S.COMPLETING_REBALANCE):
             # the leader may already be assigning to the old member id
             self._prepare_rebalance(group, now, f"static member {req.group_instance_id} rejoined "
-                                    "while an assignment was being computed")
+                                    "while an assignment was being computed", C.STATIC_MEMBER_REJOINED)
 
     # -- rebalancing ---------------------------------------------------------------------
-    def _maybe_prepare_rebalance(self, group: Group, now: int, reason: str) -> None:
+    def _maybe_prepare_rebalance(self, group: Group, now: int, reason: str, cause: RebalanceCause) -> None:
         if group.can_rebalance():
-            self._prepare_rebalance(group, now, reason)
+            self._prepare_rebalance(group, now, reason, cause)
 
-    def _prepare_rebalance(self, group: Group, now: int, reason: str) -> None:
+    def _prepare_rebalance(self, group: Group, now: int, reason: str, cause: RebalanceCause) -> None:
+        """``reason`` is logged; ``cause``, its kind, is what the metrics count the rebalance under."""
         if group.is_in(S.COMPLETING_REBALANCE):
             self._propagate_sync_error(group, E.REBALANCE_IN_PROGRESS)
         self.timers.cancel(("sync", group.group_id))
         was_empty = group.is_in(S.EMPTY)
         group.transition_to(S.PREPARING_REBALANCE, reason)
+        group.rebalance_cause = cause
         key = ("join", group.group_id)
         if was_empty:
             delay = self.config.group_initial_rebalance_delay_ms
@@ -394,6 +401,8 @@ class GroupCoordinator:
         if group.leader_id is None or not group.get(group.leader_id).awaiting_join:
             group.leader_id = next((m.member_id for m in group.members.values() if m.awaiting_join), None)
         group.init_next_generation()
+        if self._on_rebalance is not None:
+            self._on_rebalance(group.group_id, CLASSIC, group.rebalance_cause)
         if group.is_in(S.EMPTY):
             group.empty_since_ms = now  # offsets retention counts from here
             self._store_group(group)
@@ -416,7 +425,7 @@ class GroupCoordinator:
         log.info("group %s: members %s did not send SyncGroup in time", group.group_id, sorted(missing))
         for member_id in missing:
             self._remove_member(group, group.get(member_id))
-        self._maybe_prepare_rebalance(group, now, f"members {sorted(missing)} did not sync in time")
+        self._maybe_prepare_rebalance(group, now, f"members {sorted(missing)} did not sync in time", C.SYNC_TIMEOUT)
 
     # -- SyncGroup -----------------------------------------------------------------------
     def sync_group(self, req: SyncRequest, now: int, callback: SyncCallback) -> None:
@@ -511,7 +520,8 @@ class GroupCoordinator:
             if not member.has_satisfied_heartbeat():
                 log.info("group %s: member %s has failed (no heartbeat for %d ms), removing it",
                          group.group_id, member.member_id, deadline - now)
-                self._remove_member_and_update_group(group, member, t, f"member {member.member_id} expired")
+                self._remove_member_and_update_group(group, member, t, f"member {member.member_id} expired",
+                                                     C.MEMBER_EXPIRED)
 
         member.heartbeat_satisfied = True
         self.timers.schedule(key, deadline, expire)
@@ -549,7 +559,7 @@ class GroupCoordinator:
         if not group.has(member_id):
             return E.UNKNOWN_MEMBER_ID
         reason = f"member {member_id} left the group" + (f" ({leaving.reason})" if leaving.reason else "")
-        self._remove_member_and_update_group(group, group.get(member_id), now, reason)
+        self._remove_member_and_update_group(group, group.get(member_id), now, reason, C.MEMBER_LEFT)
         return E.NONE
 
     # -- removal -------------------------------------------------------------------------
@@ -559,10 +569,11 @@ class GroupCoordinator:
         self.timers.cancel(("heartbeat", group.group_id, member.member_id))
         group.remove(member.member_id)
 
-    def _remove_member_and_update_group(self, group: Group, member: Member, now: int, reason: str) -> None:
+    def _remove_member_and_update_group(self, group: Group, member: Member, now: int, reason: str,
+                                        cause: RebalanceCause) -> None:
         self._remove_member(group, member)
         if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
-            self._maybe_prepare_rebalance(group, now, reason)
+            self._maybe_prepare_rebalance(group, now, reason, cause)
         elif group.is_in(S.PREPARING_REBALANCE):
             self._try_complete_join(group, now)
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...error_codes import ErrorCode
-from .state import CAN_REBALANCE, GroupState, check_transition
+from .state import CAN_REBALANCE, GroupState, RebalanceCause, check_transition
 
 log = logging.getLogger("groupclient.coordinator.group")
 
@@ -135,6 +135,8 @@ class Group:
     # timestamps are wall-clock and the core gets no wall clock on its timers, so the offsets
     # of a group without a protocol type expire by these.
     offset_commit_ms: dict[tuple[str, int], int] = field(default_factory=dict)
+    # why the rebalance in progress (or the last one) began, for the coordinator's metrics
+    rebalance_cause: RebalanceCause | None = None
 
     # -- transitions ---------------------------------------------------------------------
     def transition_to(self, target: GroupState, reason: str, quiet: bool = False) -> None:
