@@ -8,7 +8,7 @@ consumer's ``groupclient.consumer.time_lag`` metric measures).  When that record
 record at or after the committed offset stands in: the oldest one still waiting.  Unknown (None)
 when no timestamp can be read, and for a partition with no committed offset or no log end offset
 (its records lag is unknown too).  Timestamps are the records' own, CreateTime or LogAppendTime
-as their batch says.
+as their batch says; one ahead of this machine's clock counts as now (a time lag of 0).
 
 The records are read with one Fetch per partition leader (all its partitions in one request),
 decoded by the consumer's own decoder.  Partitions an answer did not settle (a leader that moved,
@@ -93,7 +93,9 @@ def time_lags(conn: AdminConnection, lags: Iterable[PartitionLag], timer: Timer,
                     if outcome.below_start:
                         below_start.append(tp)
                 else:
-                    found[tp] = None if outcome is None else (now_ms - outcome) / 1000
+                    # never below 0, as the consumer's gauge: a timestamp ahead of this clock
+                    # (a producer's clock running ahead) is a record just written
+                    found[tp] = None if outcome is None else max(0.0, (now_ms - outcome) / 1000)
                     del pending[tp]
         if below_start:
             _from_log_start(pending, committed, below_start, log_starts)

@@ -14,7 +14,7 @@ from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient
 from kafka.structs import TopicPartition as KafkaTopicPartition
 
-from groupclient import OffsetAndMetadata, TopicPartition
+from groupclient import GroupConsumer, OffsetAndMetadata, TopicPartition
 from groupclient.coordinator import EmbeddedCluster
 from tests.integration import external
 from tests.integration.test_cli_groups import cli, consumer, join_all, name, watching
@@ -154,6 +154,20 @@ def test_watch_prints_the_time_lag_at_each_look(cluster: EmbeddedCluster) -> Non
         assert between(lag3, stamps[(3, 0)], started, ended), line
         seen.append(lag0)
     assert seen == sorted(seen) and seen[-1] > seen[0], timed  # the clock moves on between looks
+
+
+def test_a_timestamp_ahead_of_the_clock_is_a_time_lag_of_0(cluster: EmbeddedCluster) -> None:
+    """A producer whose clock runs ahead: 0, not a negative time lag (as the consumer's gauge)."""
+    topic, group = name("tl-t"), name("tl-g")
+    cluster.create_topic(topic, 1)
+    cluster.produce(topic, [b"a", b"b"], partition=0, timestamp_ms=now_ms() + 60_000)
+    with GroupConsumer(bootstrap_servers=cluster.bootstrap_servers, group_id=group, enable_auto_commit=False) as c:
+        c.assign([TopicPartition(topic, 0)])
+        c.commit({TopicPartition(topic, 0): OffsetAndMetadata(1, "", -1)})
+    done = cli("groups", "describe", group, "--lag-seconds", "--json", "--bootstrap-servers", cluster.bootstrap_servers)
+    assert done.returncode == 0, done.stderr
+    d = json.loads(done.stdout)
+    assert [(o["lag"], o["time_lag_s"]) for o in d["offsets"]] == [(1, 0.0)] and d["max_time_lag_s"] == 0.0
 
 
 def test_lag_seconds_does_not_go_with_kafkas_columns() -> None:
