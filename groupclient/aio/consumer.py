@@ -17,13 +17,14 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..consumer.any_thread import AnyThreadAccess
 from ..consumer.group_consumer import GroupConsumer, GroupMetadata
 from ..consumer.queries import check_partition
 from ..consumer.rebalance_events import RebalanceEvent
 from ..errors import ArgumentTypeError, ConfigurationError, IllegalStateError
+from ..otel.providers import api_installed
 from ..structs import ConsumerRecord, TopicPartition
 from .config import translate
 from .consumer_thread import ConsumerThread
@@ -32,6 +33,9 @@ from .errors import ConsumerStoppedError
 from .listener import LoopListener
 from .offsets import AsyncOffsets
 from .record_buffer import RecordBuffer, Records
+
+if TYPE_CHECKING:
+    from .telemetry import LoopTelemetry
 
 log = logging.getLogger("groupclient.aio")
 
@@ -65,6 +69,10 @@ class AsyncGroupConsumer(AsyncOffsets):
     for less than max_poll_interval_ms.  Cancelling ``getmany()``/``getone()`` loses no record:
     the next call returns it.  Errors: as GroupConsumer's, under aiokafka's names in
     :mod:`groupclient.aio.errors` (ConsumerStoppedError after ``stop()``).
+
+    OpenTelemetry (``tracer_provider`` / ``meter_provider``, as GroupConsumer's): spans on the
+    loop, in the caller's context (a process span current in ``async for``); metrics from the
+    consumer thread (:mod:`groupclient.aio.telemetry`).
     """
 
     def __init__(self, *topics: str, **configs: Any) -> None:
@@ -93,6 +101,7 @@ class AsyncGroupConsumer(AsyncOffsets):
         self._membership_jobs = 0  # subscribe()/unsubscribe() jobs queued and not done
         self._assign_after: set[TopicPartition] | None = None  # assign() queued behind them
         self._fetches: FetchJobs | None = None
+        self._telemetry: LoopTelemetry | None = None  # the spans (loop only); None without the API
         self._name = f"groupclient-aio-{next(_NAMES)}"
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -108,10 +117,10 @@ class AsyncGroupConsumer(AsyncOffsets):
         self._started = loop.create_future()
         self._thread = thread = ConsumerThread(loop, self._name)
         settings = dict(self._settings)
-        if self._event_callback is not None:
-            user_callback = self._event_callback
-            settings["rebalance_event_callback"] = lambda event: self._on_loop(loop, user_callback, event)
-        building = thread.submit(lambda: GroupConsumer(**settings))
+        if self._event_callback is not None or api_installed():
+            # the user's callback and the rebalance span run on the loop
+            settings["rebalance_event_callback"] = lambda event: self._post_event(loop, event)
+        building = thread.submit(lambda: _build(settings))
         try:
             consumer = await asyncio.shield(building)
         except BaseException:
@@ -123,6 +132,7 @@ class AsyncGroupConsumer(AsyncOffsets):
         finally:
             self._started.set_result(None)
         self._consumer, self._access = consumer, consumer._any_thread
+        self._telemetry = _loop_telemetry(consumer)
         self._fetches = FetchJobs(consumer, thread, self._buffer, lambda: self._state == "running")
         if self._state != "starting":  # stop() came meanwhile: it closes what was built
             raise ConsumerStoppedError("the consumer was stopped while it started")
@@ -135,19 +145,22 @@ class AsyncGroupConsumer(AsyncOffsets):
             partitions, self._initial_assign = self._initial_assign, None
             self.assign(partitions)
 
-    @staticmethod
-    def _on_loop(loop: asyncio.AbstractEventLoop, callback: Callable[[RebalanceEvent], Any],
-                 event: RebalanceEvent) -> None:
-        """A rebalance event callback, run on the loop (the consumer thread does not wait)."""
-        def run() -> None:
-            try:
-                callback(event)
-            except Exception as exc:
-                log.warning("rebalance_event_callback failed: %r", exc)
+    def _post_event(self, loop: asyncio.AbstractEventLoop, event: RebalanceEvent) -> None:
+        """On the consumer thread: hand a RebalanceEvent to the loop (the thread does not wait)."""
         try:
-            loop.call_soon_threadsafe(run)
+            loop.call_soon_threadsafe(self._rebalanced, event)
         except RuntimeError:
             log.debug("rebalance event after the loop closed: %s", event)
+
+    def _rebalanced(self, event: RebalanceEvent) -> None:
+        """On the loop: the rebalance span, then the user's rebalance_event_callback."""
+        if self._telemetry is not None:
+            self._telemetry.rebalanced(event)
+        if self._event_callback is not None:
+            try:
+                self._event_callback(event)
+            except Exception as exc:
+                log.warning("rebalance_event_callback failed: %r", exc)
 
     async def stop(self, timeout_ms: int | None = None) -> None:
         """Commit what was consumed (enable_auto_commit), revoke (the listener), leave the group
@@ -173,6 +186,8 @@ class AsyncGroupConsumer(AsyncOffsets):
             return
         self._state = "stopping"
         self._buffer.drop()
+        if self._telemetry is not None:
+            self._telemetry.close()  # the record async for handed out is done with
         consumer = self._consumer
         assert consumer is not None
         loop = asyncio.get_running_loop()
@@ -249,14 +264,14 @@ class AsyncGroupConsumer(AsyncOffsets):
             raise ConfigurationError(f"timeout_ms must be a non-negative number, not {timeout_ms!r}")
         limit = max_records if max_records is not None else self._getmany_limit
         fetches = self._fetch_jobs()
+        started_ns = time.time_ns()  # the receive span's start
         access.note_application_poll()  # max_poll_interval_ms counts between these calls, as aiokafka's
         self._raise_pending()
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
             records = self._buffer.take(access, limit, only)
             if records:
-                fetches.prefetch()
-                return records
+                break
             remaining = deadline - time.monotonic()
             fetch = fetches.fetch(max(0, int(remaining * 1000)))
             try:
@@ -268,9 +283,13 @@ class AsyncGroupConsumer(AsyncOffsets):
             self._raise_pending()
             if time.monotonic() >= deadline:
                 records = self._buffer.take(access, limit, only)
-                if records:
-                    fetches.prefetch()
-                return records
+                if not records:
+                    return records
+                break
+        fetches.prefetch()
+        if self._telemetry is not None:
+            self._telemetry.received(records, started_ns)
+        return records
 
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord:
         """The next record (of ``partitions`` only, if given), waiting as long as it takes."""
@@ -278,12 +297,15 @@ class AsyncGroupConsumer(AsyncOffsets):
         self._not_in_listener("getone")
         only = {check_partition(tp) for tp in partitions}
         fetches = self._fetch_jobs()
+        started_ns = time.time_ns()  # the receive span's start
         access.note_application_poll()
         while True:
             self._raise_pending()
             records = self._buffer.take(access, 1, only)
             if records:
                 fetches.prefetch()
+                if self._telemetry is not None:
+                    self._telemetry.received(records, started_ns)
                 return next(iter(records.values()))[0]
             await asyncio.shield(fetches.fetch(1000))
             self._running()  # ConsumerStoppedError once stopped: async for ends
@@ -294,11 +316,19 @@ class AsyncGroupConsumer(AsyncOffsets):
         return self
 
     async def __anext__(self) -> ConsumerRecord:
-        """``async for``: getone() until the consumer is stopped."""
+        """``async for``: getone() until the consumer is stopped.  With OpenTelemetry, each
+        record's process span is current in the caller's task until the next ``__anext__``."""
+        telemetry = self._telemetry
+        if telemetry is not None:
+            telemetry.end_process()  # the caller is done with the record it had
         try:
-            return await self.getone()
+            record = await self.getone()
         except ConsumerStoppedError:
             raise StopAsyncIteration from None
+        if telemetry is not None:
+            # set here, in the caller's task: a coroutine it awaits shares its context
+            telemetry.start_process(record)
+        return record
 
     # -- subscription --------------------------------------------------------------------
     def subscribe(self, topics: Iterable[str] | str = (), pattern: str | None = None, listener: object = None) -> None:
@@ -404,6 +434,26 @@ class AsyncGroupConsumer(AsyncOffsets):
     def __repr__(self) -> str:
         inner = repr(self._consumer) if self._consumer is not None else f"group={self._group_id!r}"
         return f"<AsyncGroupConsumer {self._state} {inner}>"
+
+
+def _build(settings: dict[str, Any]) -> GroupConsumer:
+    """On the consumer thread: the GroupConsumer, its own spans off before it ever polls (they
+    are made on the loop, in the application's context: aio/telemetry.py); its metrics and
+    gauges stay on."""
+    consumer = GroupConsumer(**settings)
+    if consumer._observers.telemetry is not None:
+        consumer._observers.telemetry.disable_spans()
+    return consumer
+
+
+def _loop_telemetry(consumer: GroupConsumer) -> LoopTelemetry | None:
+    """The loop's spans for ``consumer`` (None without the OpenTelemetry API: nothing of it is
+    imported then)."""
+    if consumer._observers.telemetry is None:
+        return None
+    from .telemetry import loop_side
+
+    return loop_side(consumer)
 
 
 def _close_if_built(building: asyncio.Future[GroupConsumer]) -> None:

@@ -27,14 +27,14 @@ RequestObserver = Callable[[int, int, Any, bool], None]
 
 def make_telemetry(cfg: dict[str, Any], lags: Callable[[], dict[TopicPartition, int]],
                    assigned: Callable[[], set[TopicPartition]], wall_ms: Callable[[], int],
-                   spans: bool = True) -> ConsumerTelemetry | None:
+                   spans: bool = True, gauges: bool = True) -> ConsumerTelemetry | None:
     """The consumer's OpenTelemetry, or None when the API is not installed."""
     if not api_installed():
         return None
     from .telemetry import ConsumerTelemetry
 
     return ConsumerTelemetry(Instrumentation(cfg["tracer_provider"], cfg["meter_provider"]), cfg["group_id"],
-                             cfg["client_id"], lags, assigned, spans=spans, wall_ms=wall_ms)
+                             cfg["client_id"], lags, assigned, spans=spans, gauges=gauges, wall_ms=wall_ms)
 
 
 class ConsumerObservers:

@@ -61,9 +61,10 @@ class ConsumerTelemetry:
 
     ``lags``: the owned partitions' records lag (the subscription's, any thread);
     ``assigned``: the owned partitions (any thread).  groupclient.aio splits the work between two
-    of them: its consumer thread's with ``spans=False`` (metrics and gauges) and its event loop's
-    with ``gauges=False``, whose only calls are :meth:`trace_receive`, :meth:`start_process` and
-    :meth:`end_process` (the spans belong where the application's context is).
+    of them: its consumer thread's, whose spans are off (:meth:`disable_spans`: metrics and
+    gauges), and its event loop's with ``gauges=False``, whose only calls are
+    :meth:`trace_receive`, :meth:`start_process` (``attach=False``), :meth:`end_process`,
+    :meth:`trace_rebalance` and :meth:`close` (the spans belong where the application's context is).
     """
 
     def __init__(self, instrumentation: Instrumentation, group_id: str | None, client_id: str,
@@ -94,6 +95,12 @@ class ConsumerTelemetry:
         # new dictionaries, not updated ones: the gauge callbacks read them on another thread
         self._base = {**self._base, **attributes}
         self._by_partition = {}
+
+    def disable_spans(self) -> None:
+        """Make no spans from now on; metrics and gauges go on.  groupclient.aio calls it on its
+        consumer thread's consumer before the first poll: that consumer's spans are made on the
+        event loop, in the application's context, by a second instance (see the class doc)."""
+        self._spans = False
 
     # -- resolving -------------------------------------------------------------------------------
     def _metrics(self) -> ConsumerInstruments | None:
@@ -179,15 +186,19 @@ class ConsumerTelemetry:
                                  start_time=started_ns)
         span.end()
 
-    def start_process(self, record: ConsumerRecord) -> None:
+    def start_process(self, record: ConsumerRecord, attach: bool = True) -> Span | None:
         """Iteration hands ``record`` to the application: a process span, current until
-        :meth:`end_process` (and the time until then, for messaging.process.duration)."""
+        :meth:`end_process` (and the time until then, for messaging.process.duration).  The span,
+        or None without a tracer.  ``attach=False``: the caller makes it current (groupclient.aio,
+        in the task that iterates, which may not be the one that ends it)."""
         self.end_process()
         tracer = self._tracer()
         if tracer is None:
-            if self._instruments is not None:
+            # _metrics(), not _instruments: an instance that never polls (groupclient.aio's loop
+            # side) resolves its instruments here
+            if self._metrics() is not None:
                 self._process = (None, None, time.perf_counter_ns())
-            return
+            return None
         tp = TopicPartition(record.topic, record.partition)
         attributes = {**self._partition_attributes(tp), names.MESSAGING_OPERATION_NAME: names.PROCESS,
                       names.MESSAGING_OPERATION_TYPE: names.PROCESS, names.MESSAGING_KAFKA_OFFSET: record.offset}
@@ -201,8 +212,10 @@ class ConsumerTelemetry:
         links = [trace.Link(producer)] if producer is not None else None
         span = tracer.start_span(f"{names.PROCESS} {record.topic}", kind=SpanKind.CONSUMER, attributes=attributes,
                                  links=links)
-        token = otel_context.attach(trace.set_span_in_context(span))
+        self._metrics()  # for messaging.process.duration (see above)
+        token = otel_context.attach(trace.set_span_in_context(span)) if attach else None
         self._process = (span, token, time.perf_counter_ns())
+        return span
 
     def end_process(self) -> None:
         """The application is done with the record iteration handed out (if any)."""
@@ -221,13 +234,21 @@ class ConsumerTelemetry:
 
     def on_rebalance(self, event: RebalanceEvent) -> None:
         """A rebalance of this member completed (RebalanceRecorder's callback)."""
-        attributes = {**self._base, names.REBALANCE_REASON: event.reason, names.REBALANCE_PROTOCOL: event.rebalance_protocol}
         instruments = self._metrics()
         if instruments is not None:
-            instruments.rebalance_duration.record(event.total_ms / 1000, attributes)
+            instruments.rebalance_duration.record(event.total_ms / 1000, self._rebalance_attributes(event))
+        self.trace_rebalance(event)
+
+    def _rebalance_attributes(self, event: RebalanceEvent) -> dict[str, Any]:
+        return {**self._base, names.REBALANCE_REASON: event.reason, names.REBALANCE_PROTOCOL: event.rebalance_protocol}
+
+    def trace_rebalance(self, event: RebalanceEvent) -> None:
+        """The span of a completed rebalance, alone (groupclient.aio's loop side: its consumer
+        thread's instance recorded the duration)."""
         tracer = self._tracer()
         if tracer is None:
             return
+        attributes = self._rebalance_attributes(event)
         attributes.update({names.MEMBER_ID: event.member_id, names.REBALANCE_ASSIGNOR: event.assignor,
                            names.REBALANCE_GENERATION: event.generation_id,
                            names.REBALANCE_REVOKED: len(event.revoked), names.REBALANCE_LOST: len(event.lost),
