@@ -36,12 +36,10 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Callable
-from contextvars import Token
 from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.context import Context
 
 from ..consumer.group_consumer import GroupConsumer
 from ..consumer.observers import make_telemetry
@@ -69,8 +67,9 @@ class LoopTelemetry:
     def __init__(self, telemetry: ConsumerTelemetry) -> None:
         self._telemetry = telemetry
         # per iterating task, the token that un-sets the process span it was handed last (weak:
-        # a task that is gone has no context left to restore)
-        self._attached: weakref.WeakKeyDictionary[asyncio.Task[Any], Token[Context]] = weakref.WeakKeyDictionary()
+        # a task that is gone has no context left to restore); typed loosely, as telemetry.py's:
+        # attach() returns Token[Context] in newer APIs, object in the 1.30 floor
+        self._attached: weakref.WeakKeyDictionary[asyncio.Task[Any], Any] = weakref.WeakKeyDictionary()
 
     def received(self, records: Records, started_ns: int) -> None:
         """getmany()/getone() begun at ``started_ns`` (wall clock) returns ``records``."""
