@@ -66,5 +66,19 @@ COORDINATOR_REBALANCES = "groupclient.coordinator.rebalances"
 GROUP_STATE = "groupclient.group.state"
 GROUP_PROTOCOL = "groupclient.group.protocol"  # classic, consumer
 
+# the Spark integration (groupclient.spark): a member's or reader's task, on every span and
+# measurement of its consumer (low cardinality: no task attempt id, which is new for each run), and
+# the report of a member task on its ``spark member {group}`` span
+SPARK_PARTITION_ID = "groupclient.spark.partition_id"  # the task's partition index in its stage
+SPARK_ATTEMPT = "groupclient.spark.attempt"  # the task's attempt number (0 first)
+SPARK_STAGE_ID = "groupclient.spark.stage_id"
+SPARK_RECORDS = "groupclient.spark.records"
+SPARK_BATCHES = "groupclient.spark.batches"
+SPARK_COMMITS = "groupclient.spark.commits"
+SPARK_FAILED_COMMITS = "groupclient.spark.failed_commits"
+SPARK_REBALANCES = "groupclient.spark.rebalances"
+SPARK_WAITED_MS = "groupclient.spark.waited_ms"
+SPARK_OUTCOME = "groupclient.spark.outcome"  # the member's stop reason, or "error"
+
 # span names: "{operation} {destination}" (the conventions' form) and groupclient's own
 REBALANCE_SPAN = "rebalance"

@@ -84,7 +84,7 @@ class _BatchTask:
                                 commit_metadata=f"groupclient.spark read {self.read_id}",
                                 members=self.hold_for)
         report = run_member(self.topics, self.config, delivery, StopWhen(at_end=True, deadline=self.deadline),
-                            TaskInfo(index, task.attempt, self.read_id), options)
+                            TaskInfo(index, task.attempt, self.read_id, task.stage), options)
         yield report.as_row()
 
 

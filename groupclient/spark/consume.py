@@ -42,7 +42,7 @@ class _ConsumeTask:
     hold_for: int | None  # the members to wait for (a barrier stage), or None
 
     def __call__(self, index: int, _rows: Iterable[Any]) -> Iterator[dict[str, Any]]:
-        attempt = task_info().attempt
+        spark_task = task_info(self.job)
 
         def deliver(records: Polled) -> None:
             table = pa.Table.from_batches([columns_to_batch(parts) for parts in records.values()], schema=ARROW_SCHEMA)
@@ -51,7 +51,7 @@ class _ConsumeTask:
         options = MemberOptions(end_offsets=self.ends, on_commit=self.on_commit, commit_metadata=self.job,
                                 members=self.hold_for)
         report = run_member(self.topics, self.config, HandOver(deliver, self.batch_records, self.batch_ms), self.stop,
-                            TaskInfo(index, attempt, self.job), options)
+                            TaskInfo(index, spark_task.attempt, self.job, spark_task.stage), options)
         yield report.as_row()
 
 

@@ -14,6 +14,11 @@ Batch: the DataSourceReader API has no hook that runs once Spark has the data, a
 may be evaluated several times, so a batch read through the data source reads the ranges from
 the group's committed offsets to the end offsets and commits nothing.  To read and commit, use
 groupclient.spark.read_batch().
+
+OpenTelemetry (telemetry.py): the ``otel_setup`` option runs in each process that reads ranges and
+in the query's member's, before their first consumer; a range reader's consumer carries its task
+(partition id, attempt, and the stage of a batch read: a stream runs a new stage per micro-batch,
+which would make each micro-batch new metric series).
 """
 
 from __future__ import annotations
@@ -31,9 +36,11 @@ from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, Str
 
 from ..consumer.group_consumer import GroupConsumer
 from ..errors import CommitFailedError
+from .member_loop import task_info
 from .offsets import committed_offsets, committed_or_reset, flat, partitions_of
-from .options import parse_options, source_int, without_group
+from .options import consumer_settings, parse_options, source_int, without_group
 from .ranges import OffsetRange, read_range
+from .telemetry import executor_settings, flush, reader_task, task_attributes
 
 log = logging.getLogger("groupclient.spark")
 
@@ -73,6 +80,8 @@ def register(spark: Any) -> None:
 
 
 class _Reading:
+    per_stage = True  # whether a reader's telemetry carries its task's stage
+
     def __init__(self, options: Mapping[str, str]) -> None:
         self.topics, self.config = parse_options(options)
         self.read_timeout_ms = source_int(options, "read_timeout_ms", _READ_TIMEOUT_MS)
@@ -81,12 +90,19 @@ class _Reading:
         span = getattr(partition, "span", None)
         if span is None:  # Spark's placeholder when there was nothing to plan
             return iter(())
-        return read_range(self.config, span, self.read_timeout_ms)
+        return self._read(span)
+
+    def _read(self, span: OffsetRange) -> Iterator[Any]:
+        settings = executor_settings(self.config)
+        task = task_info()
+        attributes = task_attributes(task.index, task.attempt, task.stage if self.per_stage else None)
+        with reader_task():
+            yield from read_range(settings, span, self.read_timeout_ms, attributes=attributes)
 
 
 class GroupBatchReader(_Reading, DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
-        with GroupConsumer(**self.config) as consumer:
+        with GroupConsumer(**consumer_settings(self.config)) as consumer:
             tps = partitions_of(consumer, self.topics)
             starts = committed_or_reset(consumer, tps)
             ends = consumer.end_offsets(tps)
@@ -95,6 +111,8 @@ class GroupBatchReader(_Reading, DataSourceReader):
 
 
 class GroupStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow):
+    per_stage = False  # a stage per micro-batch: as an attribute, new metric series every micro-batch
+
     def __init__(self, options: Mapping[str, str]) -> None:
         super().__init__(options)
         self.join_timeout_ms = source_int(options, "join_timeout_ms", _JOIN_TIMEOUT_MS)
@@ -112,7 +130,8 @@ class GroupStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailab
     def _owned(self) -> set[TopicPartition]:
         """Keep the membership going and return what the member owns once it is stable."""
         if self._member is None:
-            member = GroupConsumer(**self.config)
+            # the member lives in a process Spark starts for the stream reader: otel_setup runs there
+            member = GroupConsumer(**executor_settings(self.config))
             member.subscribe(self.topics, listener=_PauseEverything(member))
             self._member = member
         member = self._member
@@ -208,6 +227,7 @@ class GroupStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailab
         if self._member is not None:
             self._member.close(autocommit=False)
             self._member = None
+            flush()  # the process may end with os._exit (telemetry.py)
 
 
 class _PauseEverything:

@@ -12,6 +12,10 @@ listener), so their next owner goes on from there.
 With ``MemberOptions.members``, the member holds (pauses) what it is assigned until the group has
 that many members (rendezvous.py), so they share the partitions from the start.
 
+OpenTelemetry (telemetry.py): the configuration's ``otel_setup`` runs first (once per process),
+the member's consumer carries its task on every span and measurement, and the run is a
+``spark member {group}`` span that ends with the member's report.
+
 Runs on the executor; imports nothing from pyspark, so it is tested without Spark.
 """
 
@@ -31,10 +35,12 @@ from ..clock import Clock, SystemClock
 from ..consumer.group_consumer import GroupConsumer
 from ..errors import CommitFailedError, InternalError, KafkaTimeoutError, RebalanceInProgressError
 from ..consumer.columns import RecordColumns
+from ..otel import semconv as names
 from .arrow import columns_to_batch
 from .rendezvous import JOIN_TIMEOUT_MS, GroupRendezvous
 from .staging import PendingFile, Staging
 from .stop import Progress, StopWhen
+from .telemetry import annotate, executor_settings, member_task, task_attributes
 
 log = logging.getLogger("groupclient.spark")
 
@@ -166,11 +172,13 @@ class StagedDelivery:
 
 @dataclass(frozen=True)
 class TaskInfo:
-    """Which Spark task this member is: its partition index and attempt number."""
+    """Which Spark task this member is: its partition index, attempt number and stage (None
+    outside Spark)."""
 
     index: int
     attempt: int = 0
     job: str = ""
+    stage: int | None = None
 
 
 @dataclass
@@ -183,6 +191,7 @@ class MemberReport:
     records: int = 0
     batches: int = 0
     rebalances: int = 0
+    commits: int = 0  # that succeeded
     failed_commits: int = 0
     partitions: list[str] = field(default_factory=list)  # every partition it owned at some time
     stop_reason: str = ""
@@ -190,6 +199,17 @@ class MemberReport:
 
     def as_row(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    def span_attributes(self) -> dict[str, Any]:
+        """The report as attributes of the member's span (telemetry.py)."""
+        found: dict[str, Any] = {names.SPARK_RECORDS: self.records, names.SPARK_BATCHES: self.batches,
+                                 names.SPARK_COMMITS: self.commits, names.SPARK_FAILED_COMMITS: self.failed_commits,
+                                 names.SPARK_REBALANCES: self.rebalances, names.SPARK_WAITED_MS: self.waited_ms}
+        if self.stop_reason:
+            found[names.SPARK_OUTCOME] = self.stop_reason
+        if self.member_id:
+            found[names.MEMBER_ID] = self.member_id
+        return found
 
 
 @dataclass
@@ -287,17 +307,29 @@ def run_member(topics: list[str], config: dict[str, Any], delivery: Delivery, st
     """Consume as one member until ``stop``; see the module's doc.
 
     ``options.end_offsets`` bounds what is read: records at or past a partition's end are not
-    delivered, and a partition missing from it (created after the job started) is not read."""
+    delivered, and a partition missing from it (created after the job started) is not read.
+    ``config`` may hold ``otel_setup`` (options.py), run before the consumer is built."""
     options = options or MemberOptions()
     if stop.at_end and options.end_offsets is None:
         raise ValueError("StopWhen(at_end=True) needs the end offsets taken when the job started")
-    clock = options.clock or SystemClock()
+    settings = executor_settings(config)
     report = MemberReport(task.index, task.attempt)
+    attributes = task_attributes(task.index, task.attempt, task.stage)
+    with member_task(str(settings.get("group_id") or ""), attributes, report.span_attributes):
+        return _run(topics, settings, delivery, stop, task, options, report, attributes)
+
+
+def _run(topics: list[str], settings: dict[str, Any], delivery: Delivery, stop: StopWhen, task: TaskInfo,
+         options: MemberOptions, report: MemberReport, attributes: dict[str, int]) -> MemberReport:
+    """run_member's loop, with the consumer ``settings`` (no ``otel_setup``) and the task's
+    telemetry ``attributes``."""
+    clock = options.clock or SystemClock()
     bounded = options.end_offsets is not None
     ends = {TopicPartition(t, int(p)): int(e) for t, parts in (options.end_offsets or {}).items()
             for p, e in parts.items()}
-    consumer = GroupConsumer(**config)
+    consumer = GroupConsumer(**settings)
     try:
+        annotate(consumer, attributes)  # before its first poll: every span and measurement has them
         member = _Member(consumer, delivery, report, task, options)
         consumer.subscribe(topics, listener=member)
         if member.holding:
@@ -379,6 +411,7 @@ def _commit(consumer: GroupConsumer, offsets: Offsets, metadata: str, report: Me
         report.failed_commits += 1
         log.warning("commit after delivery failed (%s); the new owner re-reads these records", exc)
         return {}
+    report.commits += 1
     if on_commit is not None:
         on_commit(task, {(tp.topic, tp.partition): o for tp, o in offsets.items()})
     return {}
@@ -402,7 +435,7 @@ def _owned_all_at_end(consumer: GroupConsumer, ends: dict[TopicPartition, int]) 
 
 
 def task_info(job: str = "") -> TaskInfo:
-    """This executor task's index and attempt (0, 0 outside Spark)."""
+    """This executor task's index, attempt and stage (0, 0 and None outside Spark)."""
     try:
         from pyspark import TaskContext
     except ImportError:  # pragma: no cover - the spark extra installs pyspark
@@ -410,4 +443,4 @@ def task_info(job: str = "") -> TaskInfo:
     context = TaskContext.get()
     if context is None:
         return TaskInfo(0, 0, job)
-    return TaskInfo(context.partitionId(), context.attemptNumber(), job)
+    return TaskInfo(context.partitionId(), context.attemptNumber(), job, context.stageId())

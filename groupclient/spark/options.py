@@ -1,21 +1,36 @@
 """Consumer configuration for Spark: a plain dict that travels to the executors.
 
 Consumers are built inside the executors from this dict, never pickled.  So the dict holds only
-plain values (no deserializers, no callbacks), it is checked on the driver before any task starts,
-and the data source's string options are turned into the same dict here.
+plain values (no deserializers, no callbacks, no OpenTelemetry providers), it is checked on the
+driver before any task starts, and the data source's string options are turned into the same dict
+here.
+
+One entry is the integration's, not a GroupConsumer setting: ``otel_setup``, the
+``"package.module:function"`` each Python worker calls once before its first consumer, to set the
+global OpenTelemetry providers there (a provider object cannot travel).  It is checked here and
+run by telemetry.py; :func:`consumer_settings` leaves it out of what reaches ``GroupConsumer``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+import importlib
+import logging
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, cast
 
 from ..consumer.config import DEFAULTS, IGNORED, UNSUPPORTED, build_config
 from ..errors import ConfigurationError
 
+log = logging.getLogger("groupclient.spark")
+
 # settings whose values are Python objects: they cannot travel as plain data
 _NOT_PLAIN = {"key_deserializer", "value_deserializer", "default_offset_commit_callback", "interceptors",
-              "rebalance_event_callback"}
+              "rebalance_event_callback", "tracer_provider", "meter_provider"}
+_PROVIDERS = {"tracer_provider", "meter_provider"}
+OTEL_SETUP = "otel_setup"
+# "package.module:function" (the function may be an attribute path, as in entry points: "mod:obj.setup")
+_SETUP_FORM = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 # the integration commits after delivery; a consumer that also committed on its own would
 # commit records Spark has not received yet
 _OWNED = {"enable_auto_commit"}
@@ -38,10 +53,18 @@ def consumer_config(config: Mapping[str, Any], *, group: bool = True) -> dict[st
         raise ConfigurationError(f"the consumer configuration must be a dict, not {type(config).__name__}")
     plain = dict(config)
     for key in sorted(_NOT_PLAIN & set(plain)):
-        if plain[key] is not None:
+        if plain[key] is None:
+            continue
+        if key in _PROVIDERS:
             raise ConfigurationError(
-                f"{key} cannot be used with groupclient.spark: the configuration travels to the executors "
-                "as plain data; records arrive as binary key and value columns, decode them in Spark")
+                f"{key} cannot be used with groupclient.spark: a provider object cannot travel to the executors. "
+                "Set otel_setup='package.module:function' instead: a function importable on the executors that "
+                "sets the global providers (opentelemetry.trace.set_tracer_provider, "
+                "opentelemetry.metrics.set_meter_provider) with your exporters; each Python worker calls it "
+                "once, before its first consumer (docs/observability.md)")
+        raise ConfigurationError(
+            f"{key} cannot be used with groupclient.spark: the configuration travels to the executors "
+            "as plain data; records arrive as binary key and value columns, decode them in Spark")
     if plain.get("enable_auto_commit"):
         raise ConfigurationError(
             "enable_auto_commit must be False (or left out) with groupclient.spark: offsets are committed "
@@ -53,13 +76,50 @@ def consumer_config(config: Mapping[str, Any], *, group: bool = True) -> dict[st
     if group and not plain.get("group_id"):
         raise ConfigurationError("group_id is required: the executors consume as members of a consumer group")
     plain["enable_auto_commit"] = False
+    setup = plain.pop(OTEL_SETUP, None)
     build_config(plain)  # every other check GroupConsumer makes, now, on the driver
+    if setup is not None:
+        plain[OTEL_SETUP] = check_otel_setup(setup)
     return plain
+
+
+def check_otel_setup(value: Any) -> str:
+    """``value`` as an ``otel_setup``: of the form ``"package.module:function"`` and, when the
+    module imports on the driver, naming a callable there.  Never calls it: the driver's
+    providers are the application's own.  A module the driver cannot import is let through with
+    a warning (it may be on the executors' path only)."""
+    if not isinstance(value, str) or not _SETUP_FORM.fullmatch(value):
+        raise ConfigurationError(f"otel_setup must be 'package.module:function' (a function the executors can "
+                                 f"import, called with no arguments), not {value!r}")
+    try:
+        setup_function(value)
+    except ImportError as exc:
+        log.warning("otel_setup %r: %s on the driver; the executors must be able to import it", value, exc)
+    return value
+
+
+def setup_function(value: str) -> Callable[[], object]:
+    """The function ``"package.module:function"`` names, imported.  ImportError when the module
+    does not import; ConfigurationError when it has no such callable."""
+    module_name, _, path = value.partition(":")
+    found: Any = importlib.import_module(module_name)
+    for part in path.split("."):
+        if not hasattr(found, part):
+            raise ConfigurationError(f"otel_setup {value!r}: {module_name} has no {path}")
+        found = getattr(found, part)
+    if not callable(found):
+        raise ConfigurationError(f"otel_setup {value!r}: {path} is not a function")
+    return cast("Callable[[], object]", found)
+
+
+def consumer_settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The GroupConsumer settings of ``config``: all but the integration's own (``otel_setup``)."""
+    return {k: v for k, v in config.items() if k != OTEL_SETUP}
 
 
 def without_group(config: Mapping[str, Any]) -> dict[str, Any]:
     """The settings of a consumer that reads assigned ranges and joins no group."""
-    return {k: v for k, v in config.items() if k not in ("group_id", "group_instance_id")}
+    return {k: v for k, v in consumer_settings(config).items() if k not in ("group_id", "group_instance_id")}
 
 
 def parse_options(options: Mapping[str, str]) -> tuple[list[str], dict[str, Any]]:
@@ -79,6 +139,8 @@ def parse_options(options: Mapping[str, str]) -> tuple[list[str], dict[str, Any]
             topics = topic_list(value)
         elif key in SOURCE_OPTIONS or key == "path":
             continue
+        elif key == OTEL_SETUP:
+            config[key] = value
         elif key in DEFAULTS or key in IGNORED or key in UNSUPPORTED:
             config[key] = _convert(key, value)
         else:

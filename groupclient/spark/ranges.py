@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +15,7 @@ from ..consumer.group_consumer import GroupConsumer
 from ..errors import KafkaTimeoutError
 from .arrow import columns_to_batch
 from .options import without_group
+from .telemetry import annotate
 
 
 @dataclass(frozen=True)
@@ -29,17 +30,19 @@ class OffsetRange:
             raise ValueError(f"offset range of {self.topic}:{self.partition} runs backwards: {self.start} > {self.end}")
 
 
-def read_range(config: dict[str, Any], span: OffsetRange, timeout_ms: int,
-               clock: Clock | None = None) -> Iterator[pa.RecordBatch]:
+def read_range(config: dict[str, Any], span: OffsetRange, timeout_ms: int, clock: Clock | None = None,
+               attributes: Mapping[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
     """Every record of ``span`` as Arrow batches.  Raises KafkaTimeoutError when the range is
     not read within ``timeout_ms`` (a broker down, or offsets that no longer exist and
-    ``auto_offset_reset`` moved the position past them)."""
+    ``auto_offset_reset`` moved the position past them).  ``attributes``: carried by every span
+    and measurement of the consumer (its Spark task's, telemetry.py)."""
     if span.start >= span.end:
         return
     clock = clock or SystemClock()
     tp = TopicPartition(span.topic, span.partition)
     give_up = clock.monotonic_ms() + timeout_ms
     with GroupConsumer(**without_group(config)) as consumer:
+        annotate(consumer, attributes or {})
         consumer.assign([tp])
         consumer.seek(tp, span.start)
         while True:

@@ -65,6 +65,98 @@ def test_settings_that_cannot_travel_as_plain_data_are_refused() -> None:
         consumer_config({"group_id": "g", "heartbeat_interval_ms": 50_000})
 
 
+def _must_not_run() -> None:
+    raise AssertionError("otel_setup is called on the executors, never on the driver")
+
+
+SETUP_CALLS: list[int] = []
+
+
+def _count_setup() -> None:
+    SETUP_CALLS.append(1)
+
+
+@pytest.mark.parametrize("value", ["setup", "pkg.module", "pkg.module:", ":setup", "a:b:c", "1pkg:setup",
+                                   "pkg..module:setup", "pkg.module:setup()", " pkg:setup", 42])
+def test_an_otel_setup_not_of_the_form_module_function_is_refused_on_the_driver(value: Any) -> None:
+    with pytest.raises(ConfigurationError, match="otel_setup must be 'package.module:function'"):
+        consumer_config({"group_id": "g", "otel_setup": value})
+
+
+def test_otel_setup_is_checked_on_the_driver_as_far_as_it_imports_there_and_never_called(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with pytest.raises(ConfigurationError, match="json has no no_such_function"):
+        consumer_config({"group_id": "g", "otel_setup": "json:no_such_function"})
+    with pytest.raises(ConfigurationError, match="__name__ is not a function"):
+        consumer_config({"group_id": "g", "otel_setup": "json:__name__"})
+    here = f"{__name__}:_must_not_run"
+    assert consumer_config({"group_id": "g", "otel_setup": here})["otel_setup"] == here
+    # a module only the executors have (--py-files, their image) is let through with a warning
+    with caplog.at_level("WARNING", logger="groupclient.spark"):
+        config = consumer_config({"group_id": "g", "otel_setup": "only_on_executors.telemetry:setup"})
+    assert config["otel_setup"] == "only_on_executors.telemetry:setup"
+    assert "the executors must be able to import it" in caplog.text
+    _, options = parse_options({"topics": "t", "group.id": "g", "otel.setup": here})
+    assert options["otel_setup"] == here
+
+
+@pytest.mark.parametrize("key", ["tracer_provider", "meter_provider"])
+def test_provider_objects_are_refused_with_what_to_do_instead(key: str) -> None:
+    with pytest.raises(ConfigurationError, match=f"{key} cannot be used with groupclient.spark: a provider object "
+                                                 "cannot travel to the executors. Set otel_setup="):
+        consumer_config({"group_id": "g", key: object()})
+    assert consumer_config({"group_id": "g", key: None})[key] is None
+
+
+def test_executors_call_otel_setup_once_per_process_and_build_consumers_without_it() -> None:
+    from groupclient.spark.options import without_group
+    from groupclient.spark.telemetry import executor_settings
+
+    config = consumer_config({"group_id": "g", "otel_setup": f"{__name__}:_count_setup"})
+    settings = executor_settings(config)
+    assert executor_settings(config) == settings and "otel_setup" not in settings
+    assert SETUP_CALLS == [1]
+    assert "otel_setup" not in without_group(config)
+    with pytest.raises(ConfigurationError, match="cannot be imported on this executor"):
+        executor_settings({**config, "otel_setup": "only_on_the_driver.telemetry:setup"})
+
+
+def test_a_member_task_is_a_span_current_while_it_runs_that_ends_with_the_report_or_the_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from groupclient.otel import semconv as names
+    from groupclient.otel.providers import Instrumentation
+    from groupclient.spark import telemetry
+    from groupclient.spark.member_loop import MemberReport
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(telemetry, "Instrumentation", lambda: Instrumentation(tracer_provider=provider))
+    report = MemberReport(1, 0)
+    with pytest.raises(RuntimeError, match="the handler failed"):
+        with telemetry.member_task("billing", telemetry.task_attributes(1, 0, 7), report.span_attributes):
+            assert trace.get_current_span().get_span_context().is_valid, "the member's span is current"
+            report.records, report.commits = 30, 2
+            raise RuntimeError("the handler failed")
+    (span,) = exporter.get_finished_spans()
+    assert span.name == "spark member billing" and span.kind == trace.SpanKind.INTERNAL
+    assert span.attributes is not None and span.status.status_code == trace.StatusCode.ERROR
+    assert {key: span.attributes[key] for key in (names.SPARK_PARTITION_ID, names.SPARK_ATTEMPT, names.SPARK_STAGE_ID,
+                                                  names.SPARK_RECORDS, names.SPARK_COMMITS, names.SPARK_OUTCOME,
+                                                  names.ERROR_TYPE)} == \
+        {names.SPARK_PARTITION_ID: 1, names.SPARK_ATTEMPT: 0, names.SPARK_STAGE_ID: 7, names.SPARK_RECORDS: 30,
+         names.SPARK_COMMITS: 2, names.SPARK_OUTCOME: "error", names.ERROR_TYPE: "RuntimeError"}
+    assert [event.name for event in span.events] == ["exception"]
+    assert not trace.get_current_span().get_span_context().is_valid, "no longer current"
+    assert names.SPARK_STAGE_ID not in telemetry.task_attributes(0, 0, None), "no stage outside Spark"
+
+
 def test_stop_conditions_decide_on_the_injected_time() -> None:
     with pytest.raises(ConfigurationError):
         StopWhen()
