@@ -44,9 +44,6 @@ from ..structs import ConsumerRecord, TopicPartition
 from .telemetry_metrics import ConsumerInstruments, instruments_for
 
 if TYPE_CHECKING:
-    from contextvars import Token
-
-    from opentelemetry.context import Context
     from opentelemetry.trace import Span
 
     from .columns import RecordColumns
@@ -86,7 +83,9 @@ class ConsumerTelemetry:
         self._last_timestamp_ms: dict[TopicPartition, int] = {}
         # iteration's record in the application's hands: its span and context token (None without
         # a tracer) and when it was handed out (perf_counter ns)
-        self._process: tuple[Span | None, Token[Context] | None, int] | None = None
+        # (the token is typed loosely: attach() returns Token[Context] in newer APIs, object in
+        # the 1.30 floor)
+        self._process: tuple[Span | None, Any, int] | None = None
         self._closed = False
 
     def add_attributes(self, attributes: dict[str, Any]) -> None:
@@ -126,11 +125,12 @@ class ConsumerTelemetry:
     def on_poll(self, records: dict[TopicPartition, list[ConsumerRecord]], started_ns: int, started_perf: int,
                 size: int) -> None:
         """poll() returns ``records`` (not empty), begun at ``started_ns`` (wall) / ``started_perf``."""
-        self._note_last_timestamps({tp: batch[-1].timestamp for tp, batch in records.items() if batch})
         instruments = self._metrics()
         tracer = self._tracer()
         if instruments is None and tracer is None:
-            return
+            return  # nobody collects: nothing is built
+        if instruments is not None:
+            self._note_last_timestamps({tp: batch[-1].timestamp for tp, batch in records.items() if batch})
         count = sum(len(batch) for batch in records.values())
         self._record_poll(instruments, {tp: len(batch) for tp, batch in records.items()}, count, started_perf, size)
         if tracer is not None:
@@ -147,11 +147,12 @@ class ConsumerTelemetry:
     def on_poll_columns(self, columns: dict[TopicPartition, list[RecordColumns]], started_ns: int,
                         started_perf: int, size: int) -> None:
         """The columnar poll (groupclient.spark) returned ``columns`` (not empty)."""
-        self._note_last_timestamps({tp: int(parts[-1].timestamps[-1]) for tp, parts in columns.items() if parts})
         instruments = self._metrics()
         tracer = self._tracer()
         if instruments is None and tracer is None:
             return
+        if instruments is not None:
+            self._note_last_timestamps({tp: int(parts[-1].timestamps[-1]) for tp, parts in columns.items() if parts})
         counts = {tp: sum(len(part) for part in parts) for tp, parts in columns.items()}
         count = sum(counts.values())
         self._record_poll(instruments, counts, count, started_perf, size)
@@ -202,8 +203,9 @@ class ConsumerTelemetry:
         tp = TopicPartition(record.topic, record.partition)
         attributes = {**self._partition_attributes(tp), names.MESSAGING_OPERATION_NAME: names.PROCESS,
                       names.MESSAGING_OPERATION_TYPE: names.PROCESS, names.MESSAGING_KAFKA_OFFSET: record.offset}
-        if isinstance(record.key, str):
-            attributes[names.MESSAGING_KAFKA_MESSAGE_KEY] = record.key
+        key = message_key(record.key)
+        if key is not None:
+            attributes[names.MESSAGING_KAFKA_MESSAGE_KEY] = key
         if record.value is None:
             attributes[names.MESSAGING_KAFKA_MESSAGE_TOMBSTONE] = True
         elif record.serialized_value_size >= 0:
@@ -213,7 +215,7 @@ class ConsumerTelemetry:
         span = tracer.start_span(f"{names.PROCESS} {record.topic}", kind=SpanKind.CONSUMER, attributes=attributes,
                                  links=links)
         self._metrics()  # for messaging.process.duration (see above)
-        token = otel_context.attach(trace.set_span_in_context(span)) if attach else None
+        token: Any = otel_context.attach(trace.set_span_in_context(span)) if attach else None
         self._process = (span, token, time.perf_counter_ns())
         return span
 
@@ -327,3 +329,16 @@ def error_type(error: BaseException) -> str:
     if isinstance(message, str) and message.isupper():
         return message
     return type(error).__name__
+
+
+def message_key(key: Any) -> str | None:
+    """``messaging.kafka.message.key``: a string key as it is, a bytes key when it is UTF-8 text
+    (the conventions want the key's string form; binary keys have none), else None."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bytes):
+        try:
+            return key.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return None

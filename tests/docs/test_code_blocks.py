@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs import contexts
+from tests.docs import aio_otel_contexts, contexts, otel_contexts
 from tests.docs.blocks import Block, all_blocks
 from tests.docs.runners import Command, Mirrored, Python, Runner, Server, Synopsis, Transcript, Watch
 
@@ -94,6 +94,20 @@ RUNS: dict[str, Runner] = {
     "docs/coordinator.md: from groupclient.coordinator import EmbeddedCluster (2)": Python(contexts.server_pem),
     # docs/migration.md
     "docs/migration.md: # from kafka import KafkaConsumer": Python(contexts.nothing),
+    # docs/observability.md
+    "docs/observability.md: from opentelemetry.sdk.metrics import MeterProvider": Python(
+        otel_contexts.console_exporters),
+    "docs/observability.md: from opentelemetry.exporter.prometheus import PrometheusMetricReader": Python(
+        otel_contexts.prometheus),
+    "docs/observability.md: python benchmarks/trace_picture.py --out docs/trace.png": Synopsis(),
+    "docs/observability.md: # the embedded coordinator's metrics, read in a test": Python(contexts.nothing),
+    "docs/observability.md: # AsyncGroupConsumer with OpenTelemetry: your spans inside each record's process span": Python(
+        aio_otel_contexts.aio_traced),
+    "docs/observability.md: # myjob/telemetry.py, importable on the executors (--py-files, or installed in their Python)":
+        Mirrored(("tests/spark/test_spark_telemetry.py::"
+                  "test_members_report_their_task_and_a_span_each_to_the_providers_otel_setup_sets",),
+                 "it sets global providers, so it runs in the executors' Python workers, as "
+                 "tests/spark/otel_setup.py (this function with file exporters)"),
     # docs/pytest-plugin.md
     "docs/pytest-plugin.md: pip install groupclient pytest": Mirrored(
         (f"{INSTALL}::test_the_readme_install_command_in_a_fresh_environment",),

@@ -60,6 +60,8 @@ def consumed_by_task(folder: Path) -> Counter[int]:
 
 def test_members_report_their_task_and_a_span_each_to_the_providers_otel_setup_sets(
         spark: Any, embedded: Any, exported: Path) -> None:
+    """Runs docs/observability.md: # myjob/telemetry.py, importable on the executors (--py-files, or
+    installed in their Python) -- as tests/spark/otel_setup.py, that function with file exporters."""
     bootstrap = embedded.bootstrap_servers
     topic, group = new_topic(bootstrap, 4), f"g-{uuid.uuid4().hex[:6]}"
     placed = produce(bootstrap, topic, 400, 4)
