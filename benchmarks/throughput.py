@@ -12,10 +12,16 @@ Usage (the full matrix, a long run; one Kafka broker, one embedded broker per ce
     # the asyncio clients against the sync one
     nice -n 5 python benchmarks/throughput.py --brokers embedded --sizes 100 --codecs none,lz4 \
         --partitions 6 --runs 3 --clients groupclient,groupclient-aio,aiokafka
+    # OpenTelemetry's cost (groupclient[otel] and the SDK installed), records with a traceparent each;
+    # --clients otel: groupclient, groupclient-otel-off, groupclient-otel-poll, groupclient-iter,
+    # groupclient-iter-otel-off, groupclient-otel-record
+    nice -n 5 python benchmarks/throughput.py --brokers embedded --sizes 100 --codecs none --partitions 6 \
+        --runs 3 --traceparent --clients otel
 
 Matrix: value size (--sizes) x compression (--codecs: none, gzip, snappy, lz4, zstd) x partitions
 (--partitions) on each broker (--brokers kafka,embedded); --clients picks the consumers (groupclient,
-kafka-python, confluent-kafka, groupclient-aio, aiokafka; default all).  Per cell a
+kafka-python, confluent-kafka, groupclient-aio, aiokafka, the default; and groupclient's
+OpenTelemetry variants below, ``otel`` standing for groupclient and all of them).  Per cell a
 topic of mb*1e6/size records (at least --min-records, at most --max-records) is produced once by
 confluent-kafka's Producer, or kafka-python's where it is absent (batch size 64 KiB, linger 10 ms;
 the producer sticks to a partition for one batch, like the sticky partitioner, so batches are full): JSON-like event text with random
@@ -30,6 +36,22 @@ process (all threads) per million records in the same span; the broker's CPU per
 over the whole consume (the JSON also has it for the steady span); ratios of steady records/s (and
 of CPU per record) groupclient/kafka-python, groupclient/confluent-kafka, groupclient-aio/aiokafka
 and groupclient-aio/groupclient.  results.json keeps every run, with the longest wait for records.
+
+OpenTelemetry (groupclient[otel]; the variants are GroupConsumer, set up in throughput_worker.py):
+groupclient-otel-off (the API made unimportable in the worker before groupclient is imported: no
+telemetry at all), groupclient (the API installed, no provider: today's baseline, checked),
+groupclient-otel-poll (the poll loop with the SDK's TracerProvider + BatchSpanProcessor and
+MeterProvider + PeriodicExportingMetricReader every second, on exporters that drop everything: one
+poll span per poll, the metrics, the gauges), groupclient-iter, groupclient-iter-otel-off and
+groupclient-otel-record (groupclient, groupclient-otel-off and groupclient-otel-poll draining by
+``for record in consumer``: one process span per record).  Ratios of steady records/s:
+otel-poll/groupclient (the target: overhead <= 10%, ratio >= 0.90, printed as met or missed),
+otel-record/groupclient-iter, groupclient-otel-off/groupclient and
+groupclient-iter-otel-off/groupclient-iter (zero cost without a provider: ~1.0).
+--traceparent (off by default) has the producer write a W3C ``traceparent`` header on every record
+(a new trace and span each, sampled, as one producer span per record would), so the spans carry
+links (at most 128 per poll span, the SDK's limit); the tables say whether it was on, and each run
+of an SDK variant prints the spans, links and metric exports its exporters dropped.
 
 Event-loop lag, for the asyncio clients: the worker runs the drain coroutine and, on the same loop,
 a watchdog that repeatedly awaits asyncio.sleep(0.001); a wake-up's lag is its actual time minus
@@ -95,13 +117,22 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.brokers import coordinator, cpu_seconds, stop_process  # noqa: E402
 
 WORKER = Path(__file__).resolve().parent / "throughput_worker.py"
-CLIENTS = ("groupclient", "kafka-python", "confluent-kafka", "groupclient-aio", "aiokafka")
+DEFAULT_CLIENTS = ("groupclient", "kafka-python", "confluent-kafka", "groupclient-aio", "aiokafka")
+# groupclient's OpenTelemetry variants (throughput_worker.VARIANTS), only when asked for
+OTEL_CLIENTS = ("groupclient-otel-off", "groupclient-otel-poll", "groupclient-iter", "groupclient-iter-otel-off",
+                "groupclient-otel-record")
+CLIENTS = DEFAULT_CLIENTS + OTEL_CLIENTS
 ASYNC_CLIENTS = ("groupclient-aio", "aiokafka")
 SHORT = {"groupclient": "gc", "kafka-python": "kp", "confluent-kafka": "ck", "groupclient-aio": "gca",
-         "aiokafka": "ak"}
+         "aiokafka": "ak", "groupclient-otel-off": "gc-off", "groupclient-otel-poll": "gc-op",
+         "groupclient-iter": "gc-it", "groupclient-iter-otel-off": "gc-it-off", "groupclient-otel-record": "gc-or"}
 # (ours, theirs): steady records/s (and CPU per record) of ours / theirs, per cell
 RATIOS = (("groupclient", "kafka-python"), ("groupclient", "confluent-kafka"), ("groupclient-aio", "aiokafka"),
-          ("groupclient-aio", "groupclient"))
+          ("groupclient-aio", "groupclient"), ("groupclient-otel-poll", "groupclient"),
+          ("groupclient-otel-record", "groupclient-iter"), ("groupclient-otel-off", "groupclient"),
+          ("groupclient-iter-otel-off", "groupclient-iter"))
+# the issue's target for the poll spans and metrics: at most 10% fewer records/s than groupclient
+OTEL_POLL_TARGET = 0.90
 LAG_KEYS = ("loop_lag_p50_ms", "loop_lag_p99_ms", "loop_lag_max_ms")
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 BATCH_SIZE, LINGER_MS = 64 * 1024, 10
@@ -165,14 +196,23 @@ def _user_key(i: int) -> bytes:
     return b"user-%d" % (i % 10007)
 
 
+def traceparents(seed: int) -> Iterator[bytes]:
+    """Endless W3C ``traceparent`` header values, sampled, each of a new trace and span (one
+    producer span per record)."""
+    rng = random.Random(seed)
+    while True:
+        yield b"00-%032x-%016x-01" % (rng.getrandbits(128) | 1, rng.getrandbits(64) | 1)
+
+
 def produce(bootstrap: str, topic: str, partitions: int, codec: str, size: int, records: int, *,
-            payloads: Iterator[bytes] | None = None, key: Callable[[int], bytes] | None = None) -> float:
+            payloads: Iterator[bytes] | None = None, key: Callable[[int], bytes] | None = None,
+            traceparent: bool = False) -> float:
     """Create ``topic`` and fill it; the seconds it took.  Raises unless every record arrived.
 
     confluent-kafka's producer when it is installed (a cell's 60 MB in seconds; its batches are
     what Java's producer writes too), kafka-python's otherwise; the same batch size and linger.
     ``payloads`` (default: JSON events, see values()) and ``key`` (default: ``user-<i mod 10007>``)
-    make the records."""
+    make the records; ``traceparent``: each record has a ``traceparent`` header (see traceparents())."""
     from kafka import KafkaConsumer, TopicPartition
     from kafka.admin import KafkaAdminClient, NewTopic
 
@@ -183,6 +223,10 @@ def produce(bootstrap: str, topic: str, partitions: int, codec: str, size: int, 
     per_batch = max(1, BATCH_SIZE // (size + 20))  # records per full batch: then the next partition
     sent = zip(range(records), payloads if payloads is not None else values(records + size + partitions, size))
     key = key or _user_key
+    parents = traceparents(records + partitions) if traceparent else None
+
+    def headers() -> list[tuple[str, bytes]] | None:
+        return [("traceparent", next(parents))] if parents is not None else None
     try:
         import confluent_kafka
     except ImportError:
@@ -200,7 +244,7 @@ def produce(bootstrap: str, topic: str, partitions: int, codec: str, size: int, 
             while True:
                 try:
                     producer.produce(topic, value, key=key(i), partition=(i // per_batch) % partitions,
-                                     on_delivery=failed)
+                                     on_delivery=failed, headers=headers())
                     break
                 except BufferError:
                     producer.poll(0.05)  # the local queue is full: let deliveries drain
@@ -212,7 +256,7 @@ def produce(bootstrap: str, topic: str, partitions: int, codec: str, size: int, 
                                   batch_size=BATCH_SIZE, linger_ms=LINGER_MS, acks=1, max_block_ms=60000)
         try:
             for i, value in sent:
-                kproducer.send(topic, value, key=key(i), partition=(i // per_batch) % partitions)
+                kproducer.send(topic, value, key=key(i), partition=(i // per_batch) % partitions, headers=headers())
             kproducer.flush(timeout=300)
         finally:
             kproducer.close(timeout=30)
@@ -277,10 +321,11 @@ def run_cell(broker: str, bootstrap: str, broker_pid: int, topic: str, size: int
     records = int(min(max(args.mb * 1e6 / size, args.min_records), args.max_records))
     cell: dict[str, Any] = {"broker": broker, "size": size, "codec": codec, "partitions": partitions,
                             "records": records, "topic": topic, "compression_ratio_est": compression_ratio(codec, size),
-                            "gc_freeze": args.gc_freeze}
+                            "gc_freeze": args.gc_freeze, "traceparent": args.traceparent}
     print(f"[{broker}] {size} B {codec} p{partitions}: producing {records:,} records"
+          f"{', a traceparent header each' if args.traceparent else ''}"
           f"{' (workers gc.freeze())' if args.gc_freeze else ''}", flush=True)
-    cell["produce_s"] = produce(bootstrap, topic, partitions, codec, size, records)
+    cell["produce_s"] = produce(bootstrap, topic, partitions, codec, size, records, traceparent=args.traceparent)
     runs: dict[str, list[dict[str, Any]]] = {c: [] for c in args.clients}
     for run in range(args.runs):
         shift = run % len(args.clients)
@@ -295,6 +340,11 @@ def run_cell(broker: str, bootstrap: str, broker_pid: int, topic: str, size: int
                           f"max {result['loop_lag_max_ms']:.1f} ms")
             if result.get("steady_gc_collections"):
                 shown += f", gen2 GCs {result['steady_gc_collections'][2]}"
+            if result.get("otel") is not None:
+                shown += f", otel {result['otel']}"
+            if result.get("otel_spans") is not None:
+                shown += (f" ({result['otel_spans']:,} spans, {result['otel_links']:,} links, "
+                          f"{result['otel_metric_exports']} metric exports)")
             if result.get("longest_stall_s", 0) > 0.2:
                 shown += f" (no records for {result['longest_stall_s']:.2f} s at record {result['longest_stall_at']:,})"
             print(f"  run {run + 1} {client:15s} {shown}", flush=True)
@@ -385,7 +435,7 @@ def fmt(value: float | None, spec: str) -> str:
     return "FAIL" if value is None else format(value, spec)
 
 
-def tables(cells: list[dict[str, Any]], clients: list[str], gc_freeze: bool) -> str:
+def tables(cells: list[dict[str, Any]], clients: list[str], gc_freeze: bool, traceparent: bool = False) -> str:
     ratios = [(a, b) for a, b in RATIOS if a in clients and b in clients]
     # asyncio clients with a lag measured somewhere (none with --no-loop-lag)
     lagged = [c for c in clients if c in ASYNC_CLIENTS
@@ -411,7 +461,9 @@ def tables(cells: list[dict[str, Any]], clients: list[str], gc_freeze: bool) -> 
              + [fmt(c.get(f"cpu_ratio_{a}_{b}"), ".2f") for a, b in ratios]
              + [fmt(c["clients"][k]["broker_cpu_s_per_m"], ".2f") for k in clients]
              + [fmt(c["clients"][k]["first_record_s"], ".2f") for k in clients] for c in cells]
-    legend = (f"gc.freeze() in the workers: {'ON (--gc-freeze)' if gc_freeze else 'off'}; "
+    headers = (f"traceparent header on every record: {'ON (--traceparent)' if traceparent else 'off'}; "
+               if traceparent or any(c in OTEL_CLIENTS for c in clients) else "")
+    legend = (f"gc.freeze() in the workers: {'ON (--gc-freeze)' if gc_freeze else 'off'}; {headers}"
               f"{', '.join(f'{SHORT[c]} = {c}' for c in clients)}; steady state = after the first third of "
               "the records; comp. = estimated compression ratio; CPU s/M = CPU seconds per million records "
               "(client: steady state; broker: the whole consume, from the client's start to its last record)")
@@ -423,6 +475,15 @@ def tables(cells: list[dict[str, Any]], clients: list[str], gc_freeze: bool) -> 
         out += ["", "event-loop lag, ms: lateness of a 1 ms asyncio.sleep() on the client's loop over the steady "
                 "span (median over the runs of each run's p50, p99, max; worst = the largest max of any run)",
                 "", *table(head3, rows3)]
+    if "groupclient-otel-poll" in clients and "groupclient" in clients:
+        out += ["", f"OpenTelemetry target: groupclient-otel-poll / groupclient >= {OTEL_POLL_TARGET:.2f} "
+                    f"(overhead <= {1 - OTEL_POLL_TARGET:.0%}), medians over the runs"
+                    f"{', records with traceparent headers' if traceparent else ', records WITHOUT traceparent headers'}"]
+        for c in cells:
+            ratio = c.get("ratio_groupclient-otel-poll_groupclient")
+            verdict = "FAIL" if ratio is None else "met" if ratio >= OTEL_POLL_TARGET else "MISSED"
+            out.append(f"  {' '.join(name(c))}: {fmt(ratio, '.3f')} ({verdict}; per run "
+                       f"{', '.join(fmt(r, '.3f') for r in c.get('ratio_runs_groupclient-otel-poll_groupclient', []))})")
     return "\n".join(out)
 
 
@@ -468,7 +529,9 @@ def main() -> int:
     parser.add_argument("--sizes", type=listed(int), default=None, help="value bytes (default 100,1000,10000)")
     parser.add_argument("--codecs", type=listed(str), default=None, help="default none,lz4,zstd,gzip")
     parser.add_argument("--partitions", type=listed(int), default=None, help="default 6,60")
-    parser.add_argument("--clients", type=listed(str), default=list(CLIENTS))
+    parser.add_argument("--clients", type=listed(str), default=list(DEFAULT_CLIENTS),
+                        help=f"default {','.join(DEFAULT_CLIENTS)}; also {','.join(OTEL_CLIENTS)} "
+                             "(otel: groupclient and all of these)")
     parser.add_argument("--mb", type=float, default=None, help="value megabytes per cell (default 60)")
     parser.add_argument("--min-records", type=int, default=None, help="default 20000")
     parser.add_argument("--max-records", type=int, default=1_000_000)
@@ -481,6 +544,8 @@ def main() -> int:
     parser.add_argument("--gc-freeze", action="store_true",
                         help="workers call gc.freeze() after imports and the client's start, before consuming "
                              "(a full GC of the import-time heap pauses every thread 10-35 ms)")
+    parser.add_argument("--traceparent", action="store_true",
+                        help="the producer writes a W3C traceparent header on every record (span links)")
     parser.add_argument("--quick", action="store_true", help="embedded, 100 B, none+lz4, 6 partitions, 1 run")
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
     parser.add_argument("--plot", type=Path, default=None, help="write a bar chart (matplotlib)")
@@ -492,10 +557,15 @@ def main() -> int:
     for key, value in defaults.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
+    args.clients = list(dict.fromkeys(c for given in args.clients
+                                      for c in (("groupclient", *OTEL_CLIENTS) if given == "otel" else (given,))))
     for kind, given, known in (("broker", args.brokers, ("kafka", "embedded")), ("codec", args.codecs, CODECS),
                                ("client", args.clients, CLIENTS)):
         if unknown := [x for x in given if x not in known]:
             parser.error(f"unknown {kind}: {', '.join(unknown)} (known: {', '.join(known)})")
+    if any(c in OTEL_CLIENTS for c in args.clients) and not args.traceparent:
+        print("note: OpenTelemetry variants without --traceparent: the records carry no producer context, "
+              "the spans no links", file=sys.stderr, flush=True)
     logging.basicConfig(level=logging.ERROR)
     found = packages()
     print("packages: " + ", ".join(f"{k} {v}" if v else f"{k} NOT IMPORTABLE" for k, v in found.items()))
@@ -530,7 +600,7 @@ def main() -> int:
     finally:
         if results:
             print()
-            print(tables(results, args.clients, args.gc_freeze))
+            print(tables(results, args.clients, args.gc_freeze, args.traceparent))
         save()
         if args.plot and results:
             plot(results, args.clients, args.plot)

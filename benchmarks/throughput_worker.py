@@ -3,8 +3,10 @@
     python benchmarks/throughput_worker.py CLIENT BOOTSTRAP TOPIC RECORDS [--broker-pid PID]
         [--timeout-s S] [--max-poll-records N] [--confluent-config JSON] [--no-loop-lag] [--gc-freeze]
 
-CLIENT is groupclient, kafka-python or confluent-kafka (synchronous), or aiokafka (aiokafka's
-AIOKafkaConsumer) or groupclient-aio (groupclient.aio.AsyncGroupConsumer), the asyncio clients.
+CLIENT is groupclient (or one of its variants below), kafka-python or confluent-kafka
+(synchronous), or aiokafka (aiokafka's AIOKafkaConsumer) or groupclient-aio
+(groupclient.aio.AsyncGroupConsumer), the asyncio clients.
+
 The consumer subscribes with a fresh group id (earliest, no auto commit) and reads until it has
 RECORDS records, touching every record's value.  The synchronous clients are driven by a poll loop
 (``poll(timeout_ms=1000)``, confluent's ``consume()``); the asyncio ones by a drain coroutine inside
@@ -13,6 +15,29 @@ one event loop (run as ``asyncio.run`` does, kept for ``stop()``): ``start()``, 
 :class:`Meter` one (records, value bytes) per call.  It notes the wall time and the process's own
 CPU (all threads) at the first record, once a third of the records were received, and at the last
 record; the broker's CPU (from /proc) at the same marks when ``--broker-pid`` is given.
+
+groupclient's OpenTelemetry variants (GroupConsumer; see :data:`VARIANTS`):
+
+- ``groupclient``: the OpenTelemetry API as installed, no provider set (the worker checks that no
+  global provider is set and that the consumer resolves neither a tracer nor a meter; without the
+  API installed it is groupclient-otel-off, reported as such);
+- ``groupclient-otel-off``: ``sys.modules["opentelemetry"] = None`` before groupclient is
+  imported, so the API cannot be imported: the consumer must run with no telemetry object at all
+  (checked);
+- ``groupclient-otel-poll``: an SDK ``TracerProvider`` with a ``BatchSpanProcessor`` and an SDK
+  ``MeterProvider`` with a ``PeriodicExportingMetricReader`` (every OTEL_METRIC_EXPORT_MS), both
+  exporting to exporters that drop what they get (counting it), passed as the consumer's
+  ``tracer_provider`` / ``meter_provider``: a ``poll {topic}`` span per poll() with records;
+- ``groupclient-iter``, ``groupclient-iter-otel-off`` and ``groupclient-otel-record``:
+  ``groupclient``, ``groupclient-otel-off`` and ``groupclient-otel-poll`` draining by iteration
+  (``for record in consumer``, consumer_timeout_ms 1000, one Meter call per max_poll_records
+  records), so with the SDK one ``process {topic}`` span per record, and without a provider
+  whatever iteration's per-record telemetry calls cost.
+
+The SDK variants flush their providers after the last record (outside the measurement) and report
+the spans, span links and metric exports the exporters saw (``otel_spans``, ``otel_links``,
+``otel_metric_exports``); every groupclient variant reports ``otel`` (``absent``: no API,
+``no provider``, ``sdk``).
 
 Event-loop lag (asyncio clients; off with ``--no-loop-lag``): a watchdog coroutine on the same loop,
 started before the consumer, repeatedly awaits ``asyncio.sleep(0.001)`` and records how late each
@@ -58,19 +83,116 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.brokers import cpu_seconds  # noqa: E402
 
-SYNC_CLIENTS = ("groupclient", "kafka-python", "confluent-kafka")
+# GroupConsumer's variants: (drain by iteration, OpenTelemetry: "api" as installed with no provider,
+# "absent" made unimportable, "sdk" the SDK's providers with dropping exporters)
+VARIANTS = {"groupclient": (False, "api"), "groupclient-iter": (True, "api"),
+            "groupclient-otel-off": (False, "absent"), "groupclient-iter-otel-off": (True, "absent"),
+            "groupclient-otel-poll": (False, "sdk"), "groupclient-otel-record": (True, "sdk")}
+SYNC_CLIENTS = (*VARIANTS, "kafka-python", "confluent-kafka")
 ASYNC_CLIENTS = ("aiokafka", "groupclient-aio")
 CLIENTS = SYNC_CLIENTS + ASYNC_CLIENTS
 LAG_SLEEP_S = 0.001  # the watchdog's sleep
+# the SDK variants' metric reader: collects (gauge callbacks, aggregation) and exports every second
+# during the drain (the SDK's default, 60 s, would not run once in a short drain)
+OTEL_METRIC_EXPORT_MS = 1000
 # a client's poll loop, one (records, value bytes) per poll or consume call, and its close()
 Batches = Callable[[], Iterator[tuple[int, int]]]
 
 
-def python_client(kind: str, bootstrap: str, topic: str, group: str, max_poll_records: int) -> tuple[
-        Batches, Callable[[], None]]:
-    if kind == "groupclient":
+class OtelSdk:
+    """The SDK's providers with its own batching all the way to export: a TracerProvider with a
+    BatchSpanProcessor (its defaults) and a MeterProvider with a PeriodicExportingMetricReader
+    (every OTEL_METRIC_EXPORT_MS), whose exporters drop what they get, counting it."""
+
+    def __init__(self) -> None:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import (MetricExporter, MetricExportResult,
+                                                      PeriodicExportingMetricReader)
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+        counts = self.counts = {"otel_spans": 0, "otel_links": 0, "otel_metric_exports": 0}
+
+        class DropSpans(SpanExporter):
+            def export(self, spans: Any) -> Any:
+                counts["otel_spans"] += len(spans)
+                counts["otel_links"] += sum(len(span.links) for span in spans)
+                return SpanExportResult.SUCCESS
+
+        class DropMetrics(MetricExporter):
+            def export(self, metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any) -> Any:
+                counts["otel_metric_exports"] += 1
+                return MetricExportResult.SUCCESS
+
+            def force_flush(self, timeout_millis: float = 10_000) -> bool:
+                return True
+
+            def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+                pass
+
+        self.tracer_provider = TracerProvider()
+        self.tracer_provider.add_span_processor(BatchSpanProcessor(DropSpans()))
+        self.meter_provider = MeterProvider(metric_readers=[
+            PeriodicExportingMetricReader(DropMetrics(), export_interval_millis=OTEL_METRIC_EXPORT_MS)])
+
+    def flushed(self) -> dict[str, int]:
+        """Every span and metric exported so far (after the drain: not measured)."""
+        self.tracer_provider.force_flush()
+        self.meter_provider.force_flush()
+        return dict(self.counts)
+
+    def shutdown(self) -> None:
+        self.tracer_provider.shutdown()
+        self.meter_provider.shutdown()
+
+
+def block_opentelemetry() -> None:
+    """groupclient-otel-off: the OpenTelemetry API cannot be imported in this process (before
+    groupclient is imported: it looks for the API once)."""
+    if "groupclient" in sys.modules or any(m == "opentelemetry" or m.startswith("opentelemetry.")
+                                           for m in sys.modules):
+        raise RuntimeError("groupclient or opentelemetry imported before the API was blocked")
+    sys.modules["opentelemetry"] = None  # type: ignore[assignment]  # import raises ImportError
+
+
+def otel_state(consumer: Any, otel: str, sdk: OtelSdk | None) -> str:
+    """What the consumer's OpenTelemetry is, checked against the variant: ``absent`` (no telemetry
+    object), ``no provider`` (neither a tracer nor a meter resolved), ``sdk``."""
+    telemetry = consumer._observers.telemetry
+    if telemetry is None:
+        if otel == "sdk":
+            raise RuntimeError("the OpenTelemetry API is not importable: this variant needs groupclient[otel]")
+        return "absent"  # groupclient without the API installed: the same as groupclient-otel-off
+    if otel == "absent":
+        raise RuntimeError("groupclient built its telemetry with opentelemetry blocked")
+    tracer, meter = telemetry._instrumentation.tracer(), telemetry._instrumentation.meter()
+    if otel == "api":
+        from opentelemetry import metrics, trace
+        if tracer is not None or meter is not None:
+            raise RuntimeError(f"a provider is set (global tracer provider {trace.get_tracer_provider()!r}, "
+                               f"meter provider {metrics.get_meter_provider()!r}): the baseline needs none")
+        return "no provider"
+    assert sdk is not None
+    if tracer is None or meter is None:
+        raise RuntimeError("the SDK's providers were not picked up")
+    return "sdk"
+
+
+def python_client(kind: str, bootstrap: str, topic: str, group: str, max_poll_records: int,
+                  records: int) -> tuple[Batches, Callable[[], None], Callable[[], dict[str, Any]]]:
+    """A subscribed consumer's poll loop (iteration for the iterating variants), its close() and
+    what to report after the drain (the OpenTelemetry variants' state and exports)."""
+    iterate, otel = VARIANTS.get(kind, (False, ""))
+    extra: dict[str, Any] = {}
+    sdk: OtelSdk | None = None
+    if kind in VARIANTS:
         from groupclient import GroupConsumer
         Consumer: Any = GroupConsumer
+        if otel == "sdk":
+            sdk = OtelSdk()
+            extra.update(tracer_provider=sdk.tracer_provider, meter_provider=sdk.meter_provider)
+        if iterate:
+            extra["consumer_timeout_ms"] = 1000  # the iteration ends after 1 s without records: a Meter call
     else:
         from kafka import KafkaConsumer
         Consumer = KafkaConsumer
@@ -78,8 +200,34 @@ def python_client(kind: str, bootstrap: str, topic: str, group: str, max_poll_re
     # waits for the next metadata refresh (default 5 min) to rejoin; same value for both clients
     consumer = Consumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
                         enable_auto_commit=False, max_poll_records=max_poll_records,
-                        metadata_max_age_ms=5000, client_id=f"bench-{kind}")
+                        metadata_max_age_ms=5000, client_id=f"bench-{kind}", **extra)
     consumer.subscribe([topic])
+    state = {"otel": otel_state(consumer, otel, sdk)} if kind in VARIANTS else {}
+
+    def report() -> dict[str, Any]:
+        return {**state, **(sdk.flushed() if sdk is not None else {})}
+
+    def close() -> None:
+        try:
+            consumer.close(autocommit=False)
+        finally:
+            if sdk is not None:
+                sdk.shutdown()
+
+    def iterated() -> Iterator[tuple[int, int]]:
+        """Iteration: one (records, value bytes) per max_poll_records records, per last record and
+        per second without records (consumer_timeout_ms)."""
+        total = 0
+        while True:
+            got = size = 0
+            for record in consumer:
+                value = record.value
+                size += len(value) if value is not None else 0
+                got += 1
+                if got == max_poll_records or total + got >= records:
+                    break
+            total += got
+            yield got, size
 
     def batches() -> Iterator[tuple[int, int]]:
         while True:
@@ -91,7 +239,7 @@ def python_client(kind: str, bootstrap: str, topic: str, group: str, max_poll_re
                     size += len(value) if value is not None else 0
             yield got, size
 
-    return batches, lambda: consumer.close(autocommit=False)
+    return (iterated if iterate else batches), close, report
 
 
 def confluent_client(bootstrap: str, topic: str, group: str, records: int,
@@ -262,16 +410,18 @@ def drain(args: argparse.Namespace) -> dict[str, Any]:
     meter = Meter(args.records, args.timeout_s, args.broker_pid)
     if args.client in ASYNC_CLIENTS:
         return drain_async(args, group, meter)
+    report: Callable[[], dict[str, Any]] = dict
     if args.client == "confluent-kafka":
         batches, close = confluent_client(args.bootstrap, args.topic, group, args.records,
                                           json.loads(args.confluent_config))
     else:
-        batches, close = python_client(args.client, args.bootstrap, args.topic, group, args.max_poll_records)
+        batches, close, report = python_client(args.client, args.bootstrap, args.topic, group,
+                                               args.max_poll_records, args.records)
     frozen = freeze(args)
     for count, size in batches():
         if meter.add(count, size):
             break
-    return {**meter.result(), **frozen, "close": close}
+    return {**meter.result(), **frozen, **report(), "close": close}
 
 
 def finish(loop: asyncio.AbstractEventLoop) -> None:
@@ -350,6 +500,8 @@ def main() -> int:
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
     try:
+        if VARIANTS.get(args.client, (False, ""))[1] == "absent":
+            block_opentelemetry()
         result = drain(args)
     except Exception as exc:  # reported to the parent as a failed run, with the traceback on stderr
         traceback.print_exc()
