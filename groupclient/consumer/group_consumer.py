@@ -394,7 +394,7 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
         if self._closed:
             raise StopIteration  # a for loop over a closed consumer ends, as in kafka-python
         telemetry = self._observers.telemetry
-        if telemetry is not None:
+        if telemetry is not None and telemetry.processing:
             telemetry.end_process()  # the application is done with the record it had
         timeout = self.config["consumer_timeout_ms"]
         timer = Timer(self._clock, None if timeout == float("inf") else timeout)
@@ -405,7 +405,7 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl):
                     self._iterator = None
                 elif self._subscription.mark_delivered(TopicPartition(record.topic, record.partition), record.offset,
                                                         record.leader_epoch):
-                    if telemetry is not None:
+                    if telemetry is not None and telemetry.tracing:
                         telemetry.start_process(record)
                     return record
                 # else: revoked or seeked away since it was fetched; not this consumer's to give

@@ -74,15 +74,16 @@ class ConsumerObservers:
         """For the committer: each commit's duration and failure (any thread)."""
         return self.telemetry.on_commit_done if self.telemetry is not None else None
 
-    def poll_started(self) -> tuple[int, int]:
-        """(wall ns, perf ns) at the start of a poll, when telemetry wants them."""
+    def poll_started(self) -> int:
+        """The wall clock (ns) at the start of a poll, for its span (0 without telemetry)."""
         if self.telemetry is None:
-            return 0, 0
-        self.telemetry.end_process()
-        return time.time_ns(), time.perf_counter_ns()
+            return 0
+        if self.telemetry.processing:
+            self.telemetry.end_process()
+        return time.time_ns()
 
     def delivered(self, records: dict[TopicPartition, list[Any]], columnar: bool, size: int,
-                  started: tuple[int, int]) -> None:
+                  started_ns: int) -> None:
         """poll() hands out ``records`` (not empty) of ``size`` bytes of record batches."""
         if self.metrics is not None:
             count = sum(len(part) for parts in records.values() for part in parts) if columnar \
@@ -90,9 +91,9 @@ class ConsumerObservers:
             self.metrics.on_records_delivered(count, size)
         if self.telemetry is not None:
             if columnar:
-                self.telemetry.on_poll_columns(records, started[0], started[1], size)
+                self.telemetry.on_poll_columns(records, started_ns, size)
             else:
-                self.telemetry.on_poll(records, started[0], started[1], size)
+                self.telemetry.on_poll(records, started_ns, size)
 
     def close(self) -> None:
         """The consumer closed (application thread)."""

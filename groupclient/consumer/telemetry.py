@@ -26,9 +26,10 @@ Metrics: see telemetry_metrics.py.  Thread by thread:
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -51,6 +52,12 @@ if TYPE_CHECKING:
 
 _HEARTBEATS = {int(ApiKey.HEARTBEAT), int(ApiKey.CONSUMER_GROUP_HEARTBEAT)}
 _FETCH = int(ApiKey.FETCH)
+# a poll span links to the distinct producer contexts among its first RECEIVE_LINKS_SCAN records,
+# at most RECEIVE_LINKS: each link costs ~7 us between the SDK (its attributes, its lock, the
+# export) and reading the header, so 8 links cost 8% of a 500-record poll of 100 B records and 128
+# cost more than the poll itself (benchmarks/throughput.py); iteration's process spans link every
+# record to its producer
+RECEIVE_LINKS, RECEIVE_LINKS_SCAN = 4, 32
 
 
 class ConsumerTelemetry:
@@ -79,8 +86,19 @@ class ConsumerTelemetry:
             self._base[names.MESSAGING_CONSUMER_GROUP_NAME] = group_id
         self._by_partition: dict[TopicPartition, dict[str, Any]] = {}
         self._instruments: ConsumerInstruments | None = None
+        # under _lock: written by the application thread at each poll, read by the metric reader's
+        # callbacks (the consumed counters are asynchronous: a poll adds to these totals, which
+        # costs a dictionary update instead of an SDK measurement per partition)
         self._lock = threading.Lock()
         self._last_timestamp_ms: dict[TopicPartition, int] = {}
+        self._consumed: dict[TopicPartition, int] = {}
+        self._consumed_bytes = 0
+        # the tracer as the last poll found it: iteration's records use it instead of looking the
+        # providers up once per record; ``tracing`` / ``processing`` are read by GroupConsumer's
+        # __next__ before it calls anything here (no call per record without tracing)
+        self._poll_tracer: trace.Tracer | None = None
+        self.tracing = False
+        self.processing = False
         # iteration's record in the application's hands: its span and context token (None without
         # a tracer) and when it was handed out (perf_counter ns)
         # (the token is typed loosely: attach() returns Token[Context] in newer APIs, object in
@@ -122,57 +140,54 @@ class ConsumerTelemetry:
         return found
 
     # -- application thread ----------------------------------------------------------------------
-    def on_poll(self, records: dict[TopicPartition, list[ConsumerRecord]], started_ns: int, started_perf: int,
-                size: int) -> None:
-        """poll() returns ``records`` (not empty), begun at ``started_ns`` (wall) / ``started_perf``."""
+    def on_poll(self, records: dict[TopicPartition, list[ConsumerRecord]], started_ns: int, size: int) -> None:
+        """poll() returns ``records`` (not empty), begun at ``started_ns`` (wall clock)."""
         instruments = self._metrics()
-        tracer = self._tracer()
+        tracer = self._poll_tracer = self._tracer()
+        self.tracing = tracer is not None
         if instruments is None and tracer is None:
             return  # nobody collects: nothing is built
         if instruments is not None:
-            self._note_last_timestamps({tp: batch[-1].timestamp for tp, batch in records.items() if batch})
-        count = sum(len(batch) for batch in records.values())
-        self._record_poll(instruments, {tp: len(batch) for tp, batch in records.items()}, count, started_perf, size)
+            self._record_poll(instruments, {tp: len(batch) for tp, batch in records.items()},
+                              {tp: batch[-1].timestamp for tp, batch in records.items() if batch}, size)
         if tracer is not None:
-            self.trace_receive(records, started_ns)
+            self._receive_span(tracer, records.keys(), sum(len(batch) for batch in records.values()), started_ns,
+                               (r.headers for batch in records.values() for r in batch))
 
     def trace_receive(self, records: dict[TopicPartition, list[ConsumerRecord]], started_ns: int) -> None:
         """The receive span of handing out ``records`` (not empty), begun at ``started_ns``."""
-        tracer = self._tracer()
+        tracer = self._poll_tracer = self._tracer()
+        self.tracing = tracer is not None
         if tracer is not None:
-            headers = [r.headers for batch in records.values() for r in batch]
             count = sum(len(batch) for batch in records.values())
-            self._receive_span(tracer, records.keys(), count, started_ns, headers)
+            self._receive_span(tracer, records.keys(), count, started_ns,
+                               (r.headers for batch in records.values() for r in batch))
 
     def on_poll_columns(self, columns: dict[TopicPartition, list[RecordColumns]], started_ns: int,
-                        started_perf: int, size: int) -> None:
+                        size: int) -> None:
         """The columnar poll (groupclient.spark) returned ``columns`` (not empty)."""
         instruments = self._metrics()
         tracer = self._tracer()
         if instruments is None and tracer is None:
             return
-        if instruments is not None:
-            self._note_last_timestamps({tp: int(parts[-1].timestamps[-1]) for tp, parts in columns.items() if parts})
         counts = {tp: sum(len(part) for part in parts) for tp, parts in columns.items()}
-        count = sum(counts.values())
-        self._record_poll(instruments, counts, count, started_perf, size)
+        if instruments is not None:
+            self._record_poll(instruments, counts,
+                              {tp: int(parts[-1].timestamps[-1]) for tp, parts in columns.items() if parts}, size)
         if tracer is not None:
-            headers = [h for parts in columns.values() for part in parts for h in (part.headers or ())]
-            self._receive_span(tracer, columns.keys(), count, started_ns, headers)
+            self._receive_span(tracer, columns.keys(), sum(counts.values()), started_ns,
+                               (h for parts in columns.values() for part in parts for h in (part.headers or ())))
 
-    def _record_poll(self, instruments: ConsumerInstruments | None, counts: dict[TopicPartition, int], count: int,
-                     started_perf: int, size: int) -> None:
-        if instruments is None:
-            return
-        for tp, n in counts.items():
-            instruments.consumed.add(n, {**self._partition_attributes(tp), names.MESSAGING_OPERATION_NAME: names.POLL})
-        instruments.consumed_bytes.add(size, self._base)
-        instruments.operation_duration.record(
-            (time.perf_counter_ns() - started_perf) / 1e9,
-            {**self._base, names.MESSAGING_OPERATION_NAME: names.POLL, names.MESSAGING_OPERATION_TYPE: names.RECEIVE})
+    def _record_poll(self, instruments: ConsumerInstruments, counts: dict[TopicPartition, int],
+                     last_timestamps: dict[TopicPartition, int], size: int) -> None:
+        with self._lock:
+            for tp, n in counts.items():
+                self._consumed[tp] = self._consumed.get(tp, 0) + n
+            self._consumed_bytes += size
+            self._last_timestamp_ms.update(last_timestamps)
 
     def _receive_span(self, tracer: trace.Tracer, partitions: Any, count: int, started_ns: int,
-                      headers: Sequence[Any]) -> None:
+                      headers: Iterable[Any]) -> None:
         topics = {tp.topic for tp in partitions}
         attributes = {**self._base, names.MESSAGING_OPERATION_NAME: names.POLL,
                       names.MESSAGING_OPERATION_TYPE: names.RECEIVE, names.MESSAGING_BATCH_MESSAGE_COUNT: count}
@@ -183,22 +198,20 @@ class ConsumerTelemetry:
             attributes[names.MESSAGING_DESTINATION_NAME] = topic
             if len(partitions) == 1:
                 attributes[names.MESSAGING_DESTINATION_PARTITION_ID] = str(next(iter(partitions)).partition)
-        span = tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes, links=links_from(headers),
-                                 start_time=started_ns)
+        links = links_from(itertools.islice(headers, RECEIVE_LINKS_SCAN), RECEIVE_LINKS)
+        span = tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes, links=links, start_time=started_ns)
         span.end()
 
     def start_process(self, record: ConsumerRecord, attach: bool = True) -> Span | None:
         """Iteration hands ``record`` to the application: a process span, current until
         :meth:`end_process` (and the time until then, for messaging.process.duration).  The span,
-        or None without a tracer.  ``attach=False``: the caller makes it current (groupclient.aio,
+        or None without a tracer when the records' poll was made: a process span costs ~40 us of
+        the SDK's time, so without tracing there is nothing per record, not even the histogram.  ``attach=False``: the caller makes it current (groupclient.aio,
         in the task that iterates, which may not be the one that ends it)."""
-        self.end_process()
-        tracer = self._tracer()
+        if self._process is not None:
+            self.end_process()
+        tracer = self._poll_tracer
         if tracer is None:
-            # _metrics(), not _instruments: an instance that never polls (groupclient.aio's loop
-            # side) resolves its instruments here
-            if self._metrics() is not None:
-                self._process = (None, None, time.perf_counter_ns())
             return None
         tp = TopicPartition(record.topic, record.partition)
         attributes = {**self._partition_attributes(tp), names.MESSAGING_OPERATION_NAME: names.PROCESS,
@@ -214,14 +227,16 @@ class ConsumerTelemetry:
         links = [trace.Link(producer)] if producer is not None else None
         span = tracer.start_span(f"{names.PROCESS} {record.topic}", kind=SpanKind.CONSUMER, attributes=attributes,
                                  links=links)
-        self._metrics()  # for messaging.process.duration (see above)
+        self._metrics()  # for messaging.process.duration: an instance that never polls resolves it here
         token: Any = otel_context.attach(trace.set_span_in_context(span)) if attach else None
         self._process = (span, token, time.perf_counter_ns())
+        self.processing = True
         return span
 
     def end_process(self) -> None:
         """The application is done with the record iteration handed out (if any)."""
         process, self._process = self._process, None
+        self.processing = False
         if process is None:
             return
         span, token, started = process
@@ -261,11 +276,11 @@ class ConsumerTelemetry:
         span.end(end_time=end_ns)
 
     def close(self) -> None:
-        """The consumer closed: end an open process span, stop reporting gauges."""
+        """The consumer closed: end an open process span, stop reporting gauges.  The consumed
+        totals stay reported, final, while the consumer object lives: an exporter that runs after
+        close() (a provider's shutdown flush, a Spark task's end) still gets the last polls."""
         self.end_process()
         self._closed = True
-        if self._instruments is not None:
-            self._instruments.forget(self)
 
     # -- any thread --------------------------------------------------------------------------------
     def on_request(self, api_key: int, latency_ms: int, response: Any, failed: bool) -> None:
@@ -290,21 +305,21 @@ class ConsumerTelemetry:
         instruments.operation_duration.record(seconds, attributes)
 
     # -- the metric reader's thread ----------------------------------------------------------------
-    def _note_last_timestamps(self, last: dict[TopicPartition, int]) -> None:
-        with self._lock:
-            self._last_timestamp_ms.update(last)
-
     def _gauge_attributes(self, tp: TopicPartition) -> dict[str, Any]:
         """A partition's attributes, built anew (the cache belongs to the application thread)."""
         return {**self._base, names.MESSAGING_DESTINATION_NAME: tp.topic,
                 names.MESSAGING_DESTINATION_PARTITION_ID: str(tp.partition)}
 
+    def _owned_lags(self) -> dict[TopicPartition, int]:
+        """The subscription's lags while open; nothing once closed."""
+        return {} if self._closed else self._lags()
+
     def observe_lag(self) -> Iterator[Observation]:
-        for tp, lag in self._lags().items():
+        for tp, lag in self._owned_lags().items():
             yield Observation(lag, self._gauge_attributes(tp))
 
     def observe_time_lag(self) -> Iterator[Observation]:
-        lags = self._lags()
+        lags = self._owned_lags()
         with self._lock:
             # forget partitions no longer owned
             for tp in [tp for tp in self._last_timestamp_ms if tp not in lags]:
@@ -318,8 +333,20 @@ class ConsumerTelemetry:
             elif stamp is not None and stamp >= 0:
                 yield Observation(max(0.0, (now - stamp) / 1000), self._gauge_attributes(tp))
 
+    def observe_consumed(self) -> Iterator[Observation]:
+        with self._lock:
+            consumed = dict(self._consumed)
+        for tp, count in consumed.items():
+            yield Observation(count, {**self._gauge_attributes(tp), names.MESSAGING_OPERATION_NAME: names.POLL})
+
+    def observe_consumed_bytes(self) -> Iterator[Observation]:
+        with self._lock:
+            size = self._consumed_bytes
+        yield Observation(size, self._base)
+
     def observe_assigned(self) -> Iterator[Observation]:
-        yield Observation(len(self._assigned()), self._base)
+        if not self._closed:
+            yield Observation(len(self._assigned()), self._base)
 
 
 def error_type(error: BaseException) -> str:

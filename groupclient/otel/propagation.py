@@ -21,7 +21,7 @@ Only imported when the OpenTelemetry API is installed (see providers.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 from opentelemetry import propagate, trace
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
@@ -122,7 +122,7 @@ def creation_context(headers: Headers | None) -> SpanContext | None:
     return _extracted(headers)
 
 
-def links_from(headers_of: Sequence[Headers | None], limit: int = 128) -> list[Link]:
+def links_from(headers_of: Iterable[Headers | None], limit: int = 128) -> list[Link]:
     """One link per distinct producer context among ``headers_of``, at most ``limit`` (the SDK's
     default span link limit: more would be dropped anyway, after costing their extraction).
 

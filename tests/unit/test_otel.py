@@ -102,7 +102,7 @@ def test_lag_in_time_is_zero_when_caught_up_and_grows_while_behind() -> None:
     lags = {tp0: 5, tp1: 0}
     telemetry, reader = telemetry_on(clock, lags)
     assert telemetry._metrics() is not None
-    telemetry._note_last_timestamps({tp0: clock.wall_ms() - 2_000, tp1: clock.wall_ms() - 9_000})
+    telemetry._last_timestamp_ms.update({tp0: clock.wall_ms() - 2_000, tp1: clock.wall_ms() - 9_000})
     clock.advance(1_500)
 
     def time_lags() -> dict[str, float]:
@@ -135,3 +135,17 @@ def test_error_types_and_message_keys() -> None:
     assert error_type(TimeoutError()) == "TimeoutError"
     assert message_key("k") == "k" and message_key(b"k1") == "k1"
     assert message_key(b"\xff\xfe") is None and message_key(None) is None and message_key(7) is None
+
+
+def test_a_closed_consumer_keeps_its_final_totals_and_drops_its_gauges() -> None:
+    """A provider flushed after close() (a shutdown, a Spark task's end) still gets the last polls."""
+    tp = TopicPartition("t", 0)
+    telemetry, reader = telemetry_on(FakeClock(), {tp: 3})
+    instruments = telemetry._metrics()
+    assert instruments is not None
+    telemetry._record_poll(instruments, {tp: 5}, {tp: 0}, 900)
+    telemetry.close()
+    found = points(reader.get_metrics_data())
+    assert [v for _, v in found["messaging.client.consumed.messages"]] == [5]
+    assert [v for _, v in found["groupclient.consumer.consumed.bytes"]] == [900]
+    assert not found.get("groupclient.consumer.lag") and not found.get("groupclient.consumer.assigned_partitions")
