@@ -277,10 +277,12 @@ class ConsumerTelemetry:
 
     def close(self) -> None:
         """The consumer closed: end an open process span, stop reporting gauges.  The consumed
-        totals stay reported, final, while the consumer object lives: an exporter that runs after
+        totals stay reported, final (ConsumerInstruments.retire): an exporter that runs after
         close() (a provider's shutdown flush, a Spark task's end) still gets the last polls."""
         self.end_process()
         self._closed = True
+        if self._instruments is not None and self._gauges:
+            self._instruments.retire(self)
 
     # -- any thread --------------------------------------------------------------------------------
     def on_request(self, api_key: int, latency_ms: int, response: Any, failed: bool) -> None:

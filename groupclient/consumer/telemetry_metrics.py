@@ -1,5 +1,7 @@
 """The consumer's OpenTelemetry instruments, one set per meter, shared by every consumer on it.
 
+Only imported (by telemetry.py) when the OpenTelemetry API is installed.
+
 Counters and histograms are created once per ``Meter`` (creating one twice makes the SDK warn
 about a duplicate) and recorded to from any thread: the SDK's instruments are thread-safe, and
 recording runs no application code (exporters run on the metric reader's own thread).
@@ -7,8 +9,9 @@ recording runs no application code (exporters run on the metric reader's own thr
 The observable instruments (the consumed records and bytes, lag, lag in time, assigned
 partitions) are registered once per meter too,
 with one callback each that asks every live consumer on that meter for its values: a consumer
-joins with :meth:`ConsumerInstruments.watch` and leaves by being garbage collected (a closed
-consumer reports its final consumed totals and no gauges).  The callbacks run on the metric reader's thread; what they read
+joins with :meth:`ConsumerInstruments.watch` and leaves with :meth:`ConsumerInstruments.retire`
+when it closes (its final consumed totals stay, summed with any of the same attributes) or by
+being garbage collected.  The callbacks run on the metric reader's thread; what they read
 is thread-safe on the consumer's side (see telemetry.py).  The set of live consumers has its own
 lock, held only to copy it.
 """
@@ -17,13 +20,15 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
+
+from opentelemetry.metrics import Observation
 
 from ..otel import semconv as names
 
 if TYPE_CHECKING:
-    from opentelemetry.metrics import CallbackOptions, Meter, Observation
+    from opentelemetry.metrics import CallbackOptions, Meter
 
 
 class GaugeSource(Protocol):
@@ -67,6 +72,11 @@ class ConsumerInstruments:
             names.REBALANCE_DURATION, unit="s", explicit_bucket_boundaries_advisory=buckets,
             description="Rebalances of this member, by reason and protocol: revoke, join, sync.")
         self._sources: weakref.WeakSet[GaugeSource] = weakref.WeakSet()
+        # the final totals of closed consumers, by metric and attributes: a cumulative counter
+        # keeps counting what a consumer did after it is gone (as a synchronous counter would),
+        # and a provider flushed after close() still exports the last polls
+        self._retired: dict[str, dict[frozenset[tuple[str, Any]], tuple[dict[str, Any], float]]] = {
+            names.MESSAGING_CLIENT_CONSUMED_MESSAGES: {}, names.CONSUMED_BYTES: {}}
         self._lock = threading.Lock()
         # asynchronous counters: a poll adds to the consumer's own totals, read here at collection
         # (an SDK measurement costs ~10 us; one per partition per poll was a tenth of a poll)
@@ -87,15 +97,36 @@ class ConsumerInstruments:
         with self._lock:
             self._sources.add(source)
 
+    def retire(self, source: GaugeSource) -> None:
+        """``source`` closed: its gauges stop, its final totals stay (in ``_retired``)."""
+        # read outside our lock (the source takes its own): one lock at a time
+        final = {names.MESSAGING_CLIENT_CONSUMED_MESSAGES: list(source.observe_consumed()),
+                 names.CONSUMED_BYTES: list(source.observe_consumed_bytes())}
+        with self._lock:
+            self._sources.discard(source)
+            for name, observations in final.items():
+                _add(self._retired[name], observations)
+
     def _live(self) -> list[GaugeSource]:
         with self._lock:
             return list(self._sources)
 
+    def _totals(self, name: str, observe: Callable[[GaugeSource], Iterable[Observation]]) -> list[Observation]:
+        """The live consumers' totals plus the closed ones', summed by attributes (two consumers
+        of one process can share them: the same client_id, group and partition, one after the
+        other; an asynchronous counter keeps only the last of equal observations)."""
+        with self._lock:  # one snapshot of both: a consumer retired meanwhile is counted once
+            live = list(self._sources)
+            summed = dict(self._retired[name])
+        for source in live:
+            _add(summed, observe(source))
+        return [Observation(value, attributes) for attributes, value in summed.values()]
+
     def _consumed(self, options: CallbackOptions) -> Iterable[Observation]:
-        return [observation for source in self._live() for observation in source.observe_consumed()]
+        return self._totals(names.MESSAGING_CLIENT_CONSUMED_MESSAGES, lambda source: source.observe_consumed())
 
     def _consumed_bytes(self, options: CallbackOptions) -> Iterable[Observation]:
-        return [observation for source in self._live() for observation in source.observe_consumed_bytes()]
+        return self._totals(names.CONSUMED_BYTES, lambda source: source.observe_consumed_bytes())
 
     def _lag(self, options: CallbackOptions) -> Iterable[Observation]:
         return [observation for source in self._live() for observation in source.observe_lag()]
@@ -105,6 +136,15 @@ class ConsumerInstruments:
 
     def _assigned(self, options: CallbackOptions) -> Iterable[Observation]:
         return [observation for source in self._live() for observation in source.observe_assigned()]
+
+
+def _add(totals: dict[frozenset[tuple[str, Any]], tuple[dict[str, Any], float]],
+         observations: Iterable[Observation]) -> None:
+    for observation in observations:
+        attributes = dict(observation.attributes or {})
+        key = frozenset(attributes.items())
+        found = totals.get(key)
+        totals[key] = (attributes, (found[1] if found else 0) + observation.value)
 
 
 _BY_METER: weakref.WeakKeyDictionary[Meter, ConsumerInstruments] = weakref.WeakKeyDictionary()

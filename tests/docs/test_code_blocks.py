@@ -100,6 +100,8 @@ RUNS: dict[str, Runner] = {
     "docs/observability.md: from opentelemetry.exporter.prometheus import PrometheusMetricReader": Python(
         otel_contexts.prometheus),
     "docs/observability.md: python benchmarks/trace_picture.py --out docs/trace.png": Synopsis(),
+    "docs/observability.md: nice -n 5 python benchmarks/throughput.py --brokers embedded --sizes 100 --codecs none "
+    "--partitions 6 \\": Synopsis(),
     "docs/observability.md: # the embedded coordinator's metrics, read in a test": Python(contexts.nothing),
     "docs/observability.md: # AsyncGroupConsumer with OpenTelemetry: your spans inside each record's process span": Python(
         aio_otel_contexts.aio_traced),

@@ -149,3 +149,33 @@ def test_a_closed_consumer_keeps_its_final_totals_and_drops_its_gauges() -> None
     assert [v for _, v in found["messaging.client.consumed.messages"]] == [5]
     assert [v for _, v in found["groupclient.consumer.consumed.bytes"]] == [900]
     assert not found.get("groupclient.consumer.lag") and not found.get("groupclient.consumer.assigned_partitions")
+
+
+def test_closed_consumers_totals_add_up_with_the_live_ones_of_the_same_attributes() -> None:
+    """Two consumers with the same client_id, group and partition (one after the other): the
+    counter is their sum, also once both are closed and garbage collected."""
+    import gc
+
+    tp = TopicPartition("t", 0)
+    reader = InMemoryMetricReader()
+    instrumentation = Instrumentation(meter_provider=MeterProvider(metric_readers=[reader]))
+
+    def consumer() -> ConsumerTelemetry:
+        return ConsumerTelemetry(instrumentation, "g", "c", lambda: {tp: 0}, lambda: {tp}, wall_ms=FakeClock().wall_ms)
+
+    def consumed() -> list[float]:
+        return [v for _, v in points(reader.get_metrics_data()).get("messaging.client.consumed.messages", [])]
+
+    first, second = consumer(), consumer()
+    for telemetry, count in ((first, 5), (second, 7)):
+        instruments = telemetry._metrics()
+        assert instruments is not None
+        telemetry._record_poll(instruments, {tp: count}, {}, 100)
+    assert consumed() == [12]
+    first.close()
+    assert consumed() == [12]
+    second._record_poll(instruments, {tp: 1}, {}, 100)
+    second.close()
+    del first, second
+    gc.collect()
+    assert consumed() == [13]
