@@ -7,7 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kafka import KafkaProducer
+from opentelemetry import propagate
 from opentelemetry.semconv._incubating.attributes import error_attributes, messaging_attributes
+from opentelemetry.trace import SpanContext, SpanKind, TracerProvider
 
 
 def convention_attributes() -> set[str]:
@@ -47,3 +50,22 @@ def points(data: Any) -> dict[str, list[tuple[dict[str, Any], Any]]]:
                     value = point.count if hasattr(point, "bucket_counts") else point.value
                     result.setdefault(metric.name, []).append((dict(point.attributes), value))
     return result
+
+
+def produce_with_context(bootstrap: str, tracer_provider: TracerProvider, topic: str, count: int,
+                         partitions: int) -> SpanContext:
+    """kafka-python's producer, each record carrying the context of an SDK span ``send {topic}``
+    (injected by OpenTelemetry's propagator as a ``traceparent`` header): that span's context."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    try:
+        with tracer_provider.get_tracer("producer").start_as_current_span(f"send {topic}", kind=SpanKind.PRODUCER) as span:
+            carrier: dict[str, str] = {}
+            propagate.inject(carrier)
+            assert "traceparent" in carrier
+            for i in range(count):
+                producer.send(topic, b"v%d" % i, key=b"k%d" % i,
+                              headers=[(k, v.encode()) for k, v in carrier.items()], partition=i % partitions)
+        producer.flush(10)
+    finally:
+        producer.close(5)
+    return span.get_span_context()

@@ -19,19 +19,19 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 
-from kafka import KafkaProducer  # noqa: E402
-from opentelemetry import propagate, trace  # noqa: E402
+from opentelemetry import trace  # noqa: E402
 from opentelemetry.context import Context  # noqa: E402
 from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
-from opentelemetry.trace import SpanContext, SpanKind  # noqa: E402
+from opentelemetry.trace import SpanKind  # noqa: E402
 
 from groupclient.aio import AsyncGroupConsumer  # noqa: E402
 from groupclient.aio.structs import TopicPartition  # noqa: E402
 from groupclient.coordinator import EmbeddedCluster  # noqa: E402
+from tests.otel_checks import points, produce_with_context  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -70,15 +70,7 @@ class Telemetry:
 
     def metrics(self) -> dict[str, list[tuple[dict[str, Any], Any]]]:
         """Metric name -> [(attributes, value)]: a sum's or gauge's value, a histogram's count."""
-        found: dict[str, list[tuple[dict[str, Any], Any]]] = {}
-        data = self.reader.get_metrics_data()
-        for resource in data.resource_metrics if data is not None else ():
-            for scope in resource.scope_metrics:
-                for metric in scope.metrics:
-                    for point in metric.data.data_points:
-                        value = point.count if hasattr(point, "bucket_counts") else point.value
-                        found.setdefault(metric.name, []).append((dict(point.attributes), value))
-        return found
+        return points(self.reader.get_metrics_data())
 
     def close(self) -> None:
         self.tracer_provider.shutdown()
@@ -99,26 +91,6 @@ def consumer(cluster: EmbeddedCluster, telemetry: Telemetry, topic: str, group: 
                                     tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider)
     settings.update(config)
     return AsyncGroupConsumer(topic, **settings)
-
-
-def produce_with_context(cluster: EmbeddedCluster, telemetry: Telemetry, topic: str, count: int,
-                         partitions: int) -> SpanContext:
-    """kafka-python's producer, each record carrying the context of an SDK span ``send {topic}``
-    (injected by OpenTelemetry's propagator as a ``traceparent`` header): that span's context."""
-    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers)
-    try:
-        with telemetry.tracer_provider.get_tracer("producer").start_as_current_span(
-                f"send {topic}", kind=SpanKind.PRODUCER) as span:
-            carrier: dict[str, str] = {}
-            propagate.inject(carrier)
-            assert "traceparent" in carrier
-            for i in range(count):
-                producer.send(topic, b"v%d" % i, key=b"k%d" % i,
-                              headers=[(k, v.encode()) for k, v in carrier.items()], partition=i % partitions)
-        producer.flush(10)
-    finally:
-        producer.close(5)
-    return span.get_span_context()
 
 
 async def bounded(step: Awaitable[T]) -> T:
@@ -154,7 +126,7 @@ async def test_async_for_makes_receive_and_process_spans_in_the_callers_context(
     consumer thread's metrics count the records per partition and report the lag."""
     topic, group = "aio-traced", "aio-otel"
     quick_sessions.create_topic(topic, 2)
-    sent = produce_with_context(quick_sessions, telemetry, topic, 10, 2)
+    sent = produce_with_context(quick_sessions.bootstrap_servers, telemetry.tracer_provider, topic, 10, 2)
     loop_thread = threading.get_ident()
     events: list[Any] = []
     c = consumer(quick_sessions, telemetry, topic, group, rebalance_event_callback=events.append)

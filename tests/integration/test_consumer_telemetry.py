@@ -13,8 +13,6 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 
-from kafka import KafkaProducer  # noqa: E402
-from opentelemetry import propagate  # noqa: E402
 from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
@@ -22,10 +20,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 from opentelemetry.trace import SpanKind  # noqa: E402
 
-from groupclient import CommitFailedError, GroupConsumer  # noqa: E402
+from groupclient import GroupConsumer  # noqa: E402
 from groupclient.testing.cluster import GroupclientCluster  # noqa: E402
-from tests.integration.peers import Peer, wait_until  # noqa: E402
-from tests.otel_checks import check_attributes, points  # noqa: E402
+from tests.integration.peers import Peer  # noqa: E402
+from tests.otel_checks import check_attributes, points, produce_with_context  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -88,30 +86,10 @@ def poll_until(consumers: list[GroupConsumer], done: Any, timeout_s: float = 30.
     return records
 
 
-def produce_with_context(cluster: GroupclientCluster, telemetry: Telemetry, topic: str, count: int,
-                         partitions: int) -> Any:
-    """kafka-python's producer, each record carrying the context of an SDK span ``send {topic}``
-    (injected by OpenTelemetry's propagator as a ``traceparent`` header): that span's context."""
-    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers)
-    try:
-        with telemetry.tracer_provider.get_tracer("producer").start_as_current_span(
-                f"send {topic}", kind=SpanKind.PRODUCER) as span:
-            carrier: dict[str, str] = {}
-            propagate.inject(carrier)
-            assert "traceparent" in carrier
-            for i in range(count):
-                producer.send(topic, b"v%d" % i, key=b"k%d" % i,
-                              headers=[(k, v.encode()) for k, v in carrier.items()], partition=i % partitions)
-        producer.flush(10)
-    finally:
-        producer.close(5)
-    return span.get_span_context()
-
-
 def test_poll_and_process_spans_carry_the_conventions_and_link_to_the_producer(
         cluster: GroupclientCluster, telemetry: Telemetry) -> None:
     cluster.create_topic("traced", 2)
-    sent = produce_with_context(cluster, telemetry, "traced", 10, 2)
+    sent = produce_with_context(cluster.bootstrap_servers, telemetry.tracer_provider, "traced", 10, 2)
     c = consumer(cluster, telemetry, "traced", consumer_timeout_ms=5000)
     app = telemetry.tracer_provider.get_tracer("app")
     handled: list[tuple[int, int]] = []
