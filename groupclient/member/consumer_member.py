@@ -39,6 +39,7 @@ from .consumer_heartbeat_fields import (
 from .coordinated import Coordinated
 from .coordinator_lookup import CoordinatorLookup
 from .group_session import GroupSessionTimeout
+from .losses import LossBookkeeping
 from .member_state import MemberState as Phase
 from .types import Generation, GroupConfig, PartitionOwnership
 
@@ -53,7 +54,7 @@ _PHASE = {S.STABLE: Phase.STABLE, S.RECONCILING: Phase.COMPLETING_REBALANCE,
           S.ACKNOWLEDGING: Phase.COMPLETING_REBALANCE, S.JOINING: Phase.PREPARING_REBALANCE}
 
 
-class ConsumerGroupMember(Coordinated):
+class ConsumerGroupMember(Coordinated, LossBookkeeping):
     """One member of one consumer-protocol group, as both threads see it."""
 
     def __init__(self, client: Transport, clock: Clock, config: GroupConfig, coordinator: CoordinatorLookup,
@@ -93,10 +94,7 @@ class ConsumerGroupMember(Coordinated):
             SESSION_REFRESH_MS)
         self.fatal_error: BaseException | None = None
         self._to_raise: BaseException | None = None  # raised once from poll()
-        # losses decided (numbered; the last one's reason) and the last dropped: see _lose
-        self._losses = 0
-        self._loss_reason = ""
-        self._losses_dropped = 0
+        self._init_losses()  # see losses.py
         self.join_reason = "initial join"
         self.join_started_at = 0
 
@@ -421,34 +419,6 @@ class ConsumerGroupMember(Coordinated):
         self.owned = NO_PARTITIONS
         self._target = None
         self._revoke_by = None
-
-    # -- losses: decided under the lock, dropped after it by either thread ----------------------
-    def _lose(self, reason: str) -> int:
-        """Callers hold the lock, and have just decided the partitions may be others' now: the
-        loss's number, for :meth:`_drop` once the lock is released.  The other thread may run in
-        between; its next step drops the loss itself (:meth:`drop_decided_loss`)."""
-        self._losses += 1
-        self._loss_reason = reason
-        return self._losses
-
-    def _drop(self, loss: int, reason: str) -> None:
-        """Drop the partitions of a loss decided (outside the lock); a loss the other thread
-        dropped already is not dropped again (nor what was assigned since)."""
-        self.ownership.on_ownership_lost(reason, loss)
-        with self._lock:
-            self._losses_dropped = max(self._losses_dropped, loss)
-
-    def drop_decided_loss(self) -> bool:
-        """Either thread, before it hands out a record or reconciles: drop a loss the other thread
-        decided and has not dropped yet.  The member says it owns nothing from the decision on, so
-        a poll() in between would find no lease to end and hand out records of partitions that
-        may be others' already.  True if there was one."""
-        with self._lock:
-            loss, reason = self._losses, self._loss_reason
-            if loss <= self._losses_dropped:
-                return False
-        self._drop(loss, reason)
-        return True
 
     def _took(self, response: Any, stated: SentFields | None, sent_epoch: int, sent_at: int, now: int) -> None:
         """Callers hold the lock: a heartbeat answered without error."""

@@ -28,13 +28,14 @@ from ..protocol.error_table import Action, action_for, error_for
 from .coordinated import Coordinated
 from .coordinator_lookup import CoordinatorLookup
 from .heartbeat import Heartbeat
+from .losses import LossBookkeeping
 from .member_state import MemberState, check_member_transition
 from .types import NO_GENERATION, Generation, GroupConfig, PartitionOwnership
 
 log = logging.getLogger("groupclient.member")
 
 
-class GroupMember(Coordinated):
+class GroupMember(Coordinated, LossBookkeeping):
     """One member of one group, as both threads see it (see the module's docstring)."""
 
     def __init__(self, client: Transport, clock: Clock, config: GroupConfig, coordinator: CoordinatorLookup,
@@ -61,6 +62,7 @@ class GroupMember(Coordinated):
         self.join_reason = "initial join"
         self.join_started_at = 0
         self._member_id_retry = False
+        self._init_losses()  # a loss decided here is dropped by whichever thread comes next (losses.py)
 
     # -- state ---------------------------------------------------------------------------
     def _transition(self, target: MemberState, why: str, level: int = logging.INFO) -> None:
@@ -94,12 +96,13 @@ class GroupMember(Coordinated):
     def reset_generation_if(self, sent: Generation, reason: str, keep_member_id: bool) -> None:
         """Forget the generation if it is still the one a request was sent in (stale answers change
         nothing); the group has moved on without this member, so its partitions are lost now."""
+        loss = 0
         with self._lock:
-            reset = self.generation == sent
-            if reset:
+            if self.generation == sent:
                 self._reset_generation(reason, keep_member_id)
-        if reset:
-            self.ownership.on_ownership_lost(reason)
+                loss = self._lose(reason)
+        if loss:
+            self._drop(loss, reason)
 
     def is_stable(self) -> bool:
         with self._lock:
@@ -234,9 +237,10 @@ class GroupMember(Coordinated):
                 return False
             self._transition(MemberState.UNJOINED, reason)
             self.rejoin_reason = self.rejoin_reason or reason
+            loss = self._lose(reason)
         log.warning("group %s: %s; rejoining", self.config.group_id, reason)
         # a cooperative member still holds its previous partitions: they may be others' now too
-        self.ownership.on_ownership_lost(reason)
+        self._drop(loss, reason)
         return True
 
     # -- heartbeats and the ownership lease ------------------------------------------------
@@ -289,8 +293,9 @@ class GroupMember(Coordinated):
                 return None
             return max(0, self.heartbeat.lease_deadline() - now)
 
-    def _end_expired_lease(self, now: int, reason: str) -> tuple[bool, bool]:
-        """If the member holds partitions past its lease, end the lease: (ended, was STABLE).
+    def _end_expired_lease(self, now: int, reason: str) -> tuple[int, bool]:
+        """If the member holds partitions past its lease, end the lease: (the loss's number, 0 if
+        none; was STABLE).
 
         A STABLE member goes UNJOINED and asks for a rejoin; member id and generation are kept:
         if the coordinator still has this member, the rejoin gets the same assignment back
@@ -299,25 +304,29 @@ class GroupMember(Coordinated):
         rejoining_owner = self.keeps_partitions_while_rejoining and self.ownership.owns_partitions()
         with self._lock:
             if not self.heartbeat.lease_expired(now):
-                return False, False
+                return 0, False
             if self.state is MemberState.STABLE:
                 self._transition(MemberState.UNJOINED, reason)
                 self.rejoin_reason = self.rejoin_reason or reason
-                return True, True
-            return rejoining_owner, False
+                return self._lose(reason), True
+            return (self._lose(reason) if rejoining_owner else 0), False
 
     def check_lease(self, now: int) -> bool:
         """If the ownership lease ran out, give the partitions up now (and rejoin); True if it did.
+        A loss the other thread decided and has not dropped yet is dropped here too.
 
         The lease ends before the coordinator can have expired the member or completed a
         rebalance without it (see Heartbeat), so at no instant do two members own a partition."""
         reason = (f"no heartbeat answered within the session timeout ({self.config.session_timeout_ms} ms) "
                   "or rejoined within the rebalance timeout; the partitions may belong to others now")
-        ended, was_stable = self._end_expired_lease(now, reason)
-        if not ended:
-            return False
+        loss, was_stable = self._end_expired_lease(now, reason)
+        if not loss:
+            # the other thread may have decided a loss (the lease, a fenced generation) and not
+            # dropped it yet: this member then looks UNJOINED with nothing to end, and its join
+            # would prepare as a revocation (a commit, on_partitions_revoked) what is a loss
+            return self.drop_decided_loss()
         log.warning("group %s: %s", self.config.group_id, reason)
-        self.ownership.on_ownership_lost(reason)
+        self._drop(loss, reason)
         if was_stable:
             self.mark_coordinator_dead("the ownership lease ran out")
         return True
@@ -350,7 +359,7 @@ class GroupMember(Coordinated):
         now = self.clock.monotonic_ms()
         error = response.error_code
         action = action_for(error, ApiKey.HEARTBEAT)
-        lost = False
+        lost = 0
         with self._lock:
             current = self.generation == sent and self.state is not MemberState.PREPARING_REBALANCE
             if action is Action.NONE:
@@ -366,9 +375,9 @@ class GroupMember(Coordinated):
                 if current and action in (Action.RESET_GENERATION, Action.RESET_MEMBER):
                     self._reset_generation(f"Heartbeat answered {error_name(error)}",
                                            keep_member_id=action is Action.RESET_GENERATION)
-                    lost = True
+                    lost = self._lose(f"the coordinator answered a heartbeat with {error_name(error)}")
         if lost:
-            self.ownership.on_ownership_lost(f"the coordinator answered a heartbeat with {error_name(error)}")
+            self._drop(lost, f"the coordinator answered a heartbeat with {error_name(error)}")
         if action is Action.REDISCOVER:
             self.mark_coordinator_dead(f"Heartbeat answered {error_name(error)}")
         if action is Action.NONE:

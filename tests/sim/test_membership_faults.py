@@ -271,3 +271,64 @@ def test_a_leader_that_assigned_without_metadata_refreshes_it_and_rebalances(mak
     sim.add_member("b")
     assert poll_until(leader, sim.converged, 60), sim.describe()
     leader.close()
+
+
+def test_a_classic_member_resumed_past_its_session_reports_its_partitions_lost(make_sim: Sim) -> None:
+    """Found by the chaos run (seed 645730909): a and b own three partitions each; a is frozen
+    (SIGSTOP) past its session and b is given a's partitions.  On resuming, a's heartbeat thread
+    ends the lease and is switched out between deciding the loss (the member goes UNJOINED, its
+    generation kept) and dropping the partitions (here: it blocks there for 200 ms); a's
+    application polls meanwhile.  That poll must neither hand out a record of what a owned before
+    nor prepare its rejoin as a revocation (on_partitions_revoked, a commit for partitions b owns):
+    the listener hears on_partitions_lost, as when the drop comes first."""
+    sim = make_sim(seed=1, topics={"t": 6}, check_invariants=False)
+    a = sim.add_member("a")
+    b = sim.add_member("b")
+    assert sim.run_until(sim.converged, 30_000), sim.describe()
+    sim.produce("t", 600)
+    assert sim.run_until(lambda: all(sum(len(v) for v in m.delivered.values()) > 0 for m in (a, b)), 10_000)
+    before = set(a.owned())
+    session_ms = a.consumer.config["session_timeout_ms"]
+    member = a.consumer._member
+    assert member is not None
+    batches: list[tuple[int, set[TopicPartition]]] = []
+    a.on_batch = lambda m, batch: batches.append((sim.now, set(batch)))
+    held_up: list[int] = []
+    real = member.ownership
+
+    class DropAfterASwitch:
+        """The member's PartitionOwnership, with the heartbeat thread switched out just before it
+        drops the partitions (a slow log write, the scheduler)."""
+
+        def owns_partitions(self) -> bool:
+            return real.owns_partitions()
+
+        def ownership_epoch(self) -> int:
+            return real.ownership_epoch()
+
+        def on_ownership_lost(self, reason: str, *more: object) -> None:
+            actor = sim.scheduler.current_actor()
+            if actor is not None and actor.name.startswith("groupclient-heartbeat") and not held_up:
+                held_up.append(sim.now)
+                sim.scheduler.sleep(200)
+            real.on_ownership_lost(reason, *more)  # type: ignore[arg-type]
+
+    member.ownership = DropAfterASwitch()  # type: ignore[assignment]
+    # a's application is between polls when it is stopped, and polls again 100 ms after it resumes:
+    # its heartbeat thread, which sees the lease ended, runs first
+    frozen_ms = session_ms + 5_000
+    resumed_at = sim.now + frozen_ms
+    sim.pause("a", frozen_ms + 100)
+    sim.run_for(1_500)
+    sim.stall("a", frozen_ms - 1_500)
+    assert sim.run_until(lambda: before <= b.owned(), frozen_ms - 1_500), "b was given a's partitions"
+    sim.run_for(resumed_at - sim.now + 2_000)
+    assert held_up and held_up[0] >= resumed_at, "a's heartbeat thread ended the lease on resuming"
+    after = [e for e in a.events if e.at_ms >= resumed_at and e.kind in ("lost", "revoked") and e.partitions & before]
+    lost_at = min((e.at_ms for e in after if e.kind == "lost"), default=None)
+    stale = [(at, sorted(tp.partition for tp in partitions & before)) for at, partitions in batches
+             if at >= resumed_at and (lost_at is None or at < lost_at) and partitions & before]
+    assert not stale, f"a resumed at {resumed_at} and handed out records of partitions b owns: {stale}"
+    assert after and after[0].kind == "lost", \
+        f"a's listener heard {[(e.kind, e.at_ms) for e in after]} after resuming at {resumed_at}, not on_partitions_lost"
+    assert lost_at is not None and lost_at < held_up[0] + 200, "the loss waited for the heartbeat thread"

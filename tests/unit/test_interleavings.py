@@ -163,6 +163,7 @@ def test_a_failed_connection_to_the_old_coordinator_never_forgets_the_new_one() 
 class NoPartitions:
     def __init__(self) -> None:
         self.lost: list[str] = []
+        self.last_loss = 0  # as SubscriptionState.mark_lost: each numbered loss applied once
 
     def owns_partitions(self) -> bool:
         return False
@@ -170,7 +171,11 @@ class NoPartitions:
     def ownership_epoch(self) -> int:
         return len(self.lost)
 
-    def on_ownership_lost(self, reason: str) -> None:
+    def on_ownership_lost(self, reason: str, loss: int | None = None) -> None:
+        if loss is not None:
+            if loss <= self.last_loss:
+                return
+            self.last_loss = loss
         self.lost.append(reason)
 
 

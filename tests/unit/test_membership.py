@@ -31,6 +31,7 @@ class Hooks:
         self.fail_assignment: Exception | None = None
         self.watched: list[list[JoinedMember]] = []
         self.lost: list[str] = []
+        self.last_loss = 0  # as SubscriptionState.mark_lost: each numbered loss applied once
 
     def protocols(self, generation: Generation) -> list[tuple[str, bytes]]:
         return [("range", b"sub")]
@@ -48,7 +49,11 @@ class Hooks:
         self.prepared.append(generation)
         return True
 
-    def on_ownership_lost(self, reason: str) -> None:
+    def on_ownership_lost(self, reason: str, loss: int | None = None) -> None:
+        if loss is not None:
+            if loss <= self.last_loss:
+                return
+            self.last_loss = loss
         self.lost.append(reason)
 
     def ownership_epoch(self) -> int:
