@@ -52,12 +52,14 @@ if TYPE_CHECKING:
 
 _HEARTBEATS = {int(ApiKey.HEARTBEAT), int(ApiKey.CONSUMER_GROUP_HEARTBEAT)}
 _FETCH = int(ApiKey.FETCH)
-# a poll span links to the distinct producer contexts among its first RECEIVE_LINKS_SCAN records,
-# at most RECEIVE_LINKS: each link costs ~7 us between the SDK (its attributes, its lock, the
-# export) and reading the header, so 8 links cost 8% of a 500-record poll of 100 B records and 128
-# cost more than the poll itself (benchmarks/throughput.py); iteration's process spans link every
-# record to its producer
-RECEIVE_LINKS, RECEIVE_LINKS_SCAN = 4, 32
+# a poll span links to the first producer context found among its first RECEIVE_LINKS_SCAN records
+# (RECEIVE_LINKS: at most one): a link costs the SDK a Link, its attributes and their lock, and the
+# garbage collector as much again while the span processor holds the span; with 100 B records,
+# 500 a poll, four links made a span per poll cost 11% of the poll (benchmarks/throughput.py:
+# 0.893 of tracing off, per run 0.85 to 0.92) and one link 6% (0.944, per run 0.89 to 1.02); a
+# link per record costs more than the poll itself.  Iteration's process spans link every record
+# to its producer
+RECEIVE_LINKS, RECEIVE_LINKS_SCAN = 1, 32
 
 
 class ConsumerTelemetry:

@@ -179,3 +179,36 @@ def test_closed_consumers_totals_add_up_with_the_live_ones_of_the_same_attribute
     del first, second
     gc.collect()
     assert consumed() == [13]
+
+
+def test_a_poll_span_links_the_first_producer_context_among_its_first_records() -> None:
+    """Records from several producers: the poll span links the first context found (a record
+    without headers, or with a broken traceparent, is passed over); a context only beyond the
+    first RECEIVE_LINKS_SCAN records is not looked for.  Iteration links every record instead."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from groupclient.consumer.telemetry import RECEIVE_LINKS_SCAN
+    from groupclient.structs import ConsumerRecord
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry = ConsumerTelemetry(Instrumentation(tracer_provider=provider), "g", "c", dict, set)
+
+    def traceparent(n: int) -> list[tuple[str, bytes]]:
+        return [("traceparent", b"00-%032x-%016x-01" % (n, n))]
+
+    def record(offset: int, headers: list[tuple[str, bytes]]) -> ConsumerRecord:
+        return ConsumerRecord("t", 0, 0, offset, 0, 0, None, b"v", headers, None, -1, 1, -1)
+
+    def links_of_a_poll(headers: list[list[tuple[str, bytes]]]) -> list[int]:
+        exporter.clear()
+        telemetry.on_poll({TopicPartition("t", 0): [record(i, h) for i, h in enumerate(headers)]}, 0, 10)
+        (span,) = exporter.get_finished_spans()
+        return [link.context.span_id for link in span.links]
+
+    assert links_of_a_poll([[], [("traceparent", b"00-broken")], traceparent(7), traceparent(8)]) == [7]
+    assert links_of_a_poll([[]] * RECEIVE_LINKS_SCAN + [traceparent(9)]) == []
+    assert links_of_a_poll([traceparent(3), traceparent(3)]) == [3]
