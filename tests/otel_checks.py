@@ -1,16 +1,20 @@
 """What every span and metric attribute of groupclient's OpenTelemetry must be: a name the
 messaging semantic conventions define (read from the ``opentelemetry-semantic-conventions``
-package, not copied), or one of groupclient's own under ``groupclient.``."""
+package, not copied), or one of groupclient's own under ``groupclient.``; and the SDK's in-memory
+providers the telemetry tests collect with (:class:`SdkTelemetry`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka import KafkaProducer
 from opentelemetry import propagate
 from opentelemetry.semconv._incubating.attributes import error_attributes, messaging_attributes
 from opentelemetry.trace import SpanContext, SpanKind, TracerProvider
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 
 def convention_attributes() -> set[str]:
@@ -69,3 +73,36 @@ def produce_with_context(bootstrap: str, tracer_provider: TracerProvider, topic:
     finally:
         producer.close(5)
     return span.get_span_context()
+
+
+class SdkTelemetry:
+    """An SDK tracer provider (an in-memory exporter, then ``processors``) and meter provider (an
+    in-memory reader) of one test, and what they collected; ``app`` is a tracer for the test's own
+    spans.  The SDK is imported here, not with this module: its users skip without it."""
+
+    def __init__(self, *processors: SpanProcessor) -> None:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        self.exporter = InMemorySpanExporter()
+        self.tracer_provider = SdkTracerProvider()
+        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        for processor in processors:
+            self.tracer_provider.add_span_processor(processor)
+        self.reader = InMemoryMetricReader()
+        self.meter_provider = MeterProvider(metric_readers=[self.reader])
+        self.app = self.tracer_provider.get_tracer("app")
+
+    def spans(self, prefix: str = "") -> list[ReadableSpan]:
+        return [s for s in self.exporter.get_finished_spans() if s.name.startswith(prefix)]
+
+    def metrics(self) -> dict[str, list[tuple[dict[str, Any], Any]]]:
+        """Metric name -> [(attributes, value)]: a sum's or gauge's value, a histogram's count."""
+        return points(self.reader.get_metrics_data())
+
+    def close(self) -> None:
+        self.tracer_provider.shutdown()
+        self.meter_provider.shutdown()

@@ -21,17 +21,13 @@ pytest.importorskip("opentelemetry.sdk")
 
 from opentelemetry import trace  # noqa: E402
 from opentelemetry.context import Context  # noqa: E402
-from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor  # noqa: E402
 from opentelemetry.trace import SpanKind  # noqa: E402
 
 from groupclient.aio import AsyncGroupConsumer  # noqa: E402
 from groupclient.aio.structs import TopicPartition  # noqa: E402
 from groupclient.coordinator import EmbeddedCluster  # noqa: E402
-from tests.otel_checks import points, produce_with_context  # noqa: E402
+from tests.otel_checks import SdkTelemetry, produce_with_context  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -52,29 +48,12 @@ class ThreadsOfEnd(SpanProcessor):
         pass
 
 
-class Telemetry:
-    """An SDK tracer provider and meter provider of one test, and what they collected."""
+class Telemetry(SdkTelemetry):
+    """The SDK providers of one test (tests/otel_checks.py), and which thread ended each span."""
 
     def __init__(self) -> None:
-        self.exporter = InMemorySpanExporter()
         self.threads = ThreadsOfEnd()
-        self.tracer_provider = TracerProvider()
-        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-        self.tracer_provider.add_span_processor(self.threads)
-        self.reader = InMemoryMetricReader()
-        self.meter_provider = MeterProvider(metric_readers=[self.reader])
-        self.app = self.tracer_provider.get_tracer("app")
-
-    def spans(self, prefix: str = "") -> list[ReadableSpan]:
-        return [s for s in self.exporter.get_finished_spans() if s.name.startswith(prefix)]
-
-    def metrics(self) -> dict[str, list[tuple[dict[str, Any], Any]]]:
-        """Metric name -> [(attributes, value)]: a sum's or gauge's value, a histogram's count."""
-        return points(self.reader.get_metrics_data())
-
-    def close(self) -> None:
-        self.tracer_provider.shutdown()
-        self.meter_provider.shutdown()
+        super().__init__(self.threads)
 
 
 @pytest.fixture

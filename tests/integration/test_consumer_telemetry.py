@@ -13,40 +13,15 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 
-from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 from opentelemetry.trace import SpanKind  # noqa: E402
 
 from groupclient import GroupConsumer  # noqa: E402
 from groupclient.testing.cluster import GroupclientCluster  # noqa: E402
 from tests.integration.peers import Peer  # noqa: E402
-from tests.otel_checks import check_attributes, points, produce_with_context  # noqa: E402
+from tests.otel_checks import SdkTelemetry as Telemetry  # noqa: E402
+from tests.otel_checks import check_attributes, produce_with_context  # noqa: E402
 
 pytestmark = pytest.mark.integration
-
-
-class Telemetry:
-    """An SDK tracer provider and meter provider of one test, and what they collected."""
-
-    def __init__(self) -> None:
-        self.exporter = InMemorySpanExporter()
-        self.tracer_provider = TracerProvider()
-        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-        self.reader = InMemoryMetricReader()
-        self.meter_provider = MeterProvider(metric_readers=[self.reader])
-
-    def spans(self, prefix: str = "") -> list[ReadableSpan]:
-        return [s for s in self.exporter.get_finished_spans() if s.name.startswith(prefix)]
-
-    def metrics(self) -> dict[str, list[tuple[dict[str, Any], Any]]]:
-        return points(self.reader.get_metrics_data())
-
-    def close(self) -> None:
-        self.tracer_provider.shutdown()
-        self.meter_provider.shutdown()
 
 
 @pytest.fixture

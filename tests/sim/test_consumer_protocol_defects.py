@@ -14,6 +14,7 @@ import pytest
 from groupclient.member.consumer_member import ConsumerGroupMember
 from groupclient.structs import TopicPartition
 from groupclient.testing import GroupSimulation
+from tests.sim.switches import DropAfterASwitch
 
 Sim = Callable[..., GroupSimulation]
 CONSUMER: dict[str, Any] = {"group_protocol": "consumer"}
@@ -158,27 +159,9 @@ def test_a_member_resumed_past_its_session_hands_out_nothing_it_owned_before_the
     assert isinstance(member, ConsumerGroupMember)
     batches: list[tuple[int, set[TopicPartition]]] = []
     a.on_batch = lambda m, batch: batches.append((sim.now, set(batch)))
-    held_up: list[int] = []
-    real = member.ownership
-
-    class DropAfterASwitch:
-        """The member's PartitionOwnership, with the heartbeat thread switched out just before it
-        drops the partitions (a slow log write, the scheduler)."""
-
-        def owns_partitions(self) -> bool:
-            return real.owns_partitions()
-
-        def ownership_epoch(self) -> int:
-            return real.ownership_epoch()
-
-        def on_ownership_lost(self, reason: str, *more: Any) -> None:
-            actor = sim.scheduler.current_actor()
-            if actor is not None and actor.name.startswith("groupclient-heartbeat") and not held_up:
-                held_up.append(sim.now)
-                sim.scheduler.sleep(200)
-            real.on_ownership_lost(reason, *more)
-
-    member.ownership = DropAfterASwitch()
+    switch = DropAfterASwitch(sim, member.ownership)
+    held_up = switch.held_up
+    member.ownership = switch
     # a's application is between polls when it is stopped, and polls again 100 ms after it resumes:
     # its heartbeat thread, which sees the lease ended, runs first
     frozen_ms = SESSION_MS + 5_000

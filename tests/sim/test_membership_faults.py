@@ -14,6 +14,7 @@ from groupclient.protocol.apis import ApiKey
 from groupclient.error_codes import ErrorCode
 from groupclient.testing import Behaviour, GroupSimulation
 from tests.sim.polling import poll_until
+from tests.sim.switches import DropAfterASwitch
 
 Sim = Callable[..., GroupSimulation]
 
@@ -293,27 +294,9 @@ def test_a_classic_member_resumed_past_its_session_reports_its_partitions_lost(m
     assert member is not None
     batches: list[tuple[int, set[TopicPartition]]] = []
     a.on_batch = lambda m, batch: batches.append((sim.now, set(batch)))
-    held_up: list[int] = []
-    real = member.ownership
-
-    class DropAfterASwitch:
-        """The member's PartitionOwnership, with the heartbeat thread switched out just before it
-        drops the partitions (a slow log write, the scheduler)."""
-
-        def owns_partitions(self) -> bool:
-            return real.owns_partitions()
-
-        def ownership_epoch(self) -> int:
-            return real.ownership_epoch()
-
-        def on_ownership_lost(self, reason: str, *more: object) -> None:
-            actor = sim.scheduler.current_actor()
-            if actor is not None and actor.name.startswith("groupclient-heartbeat") and not held_up:
-                held_up.append(sim.now)
-                sim.scheduler.sleep(200)
-            real.on_ownership_lost(reason, *more)  # type: ignore[arg-type]
-
-    member.ownership = DropAfterASwitch()  # type: ignore[assignment]
+    switch = DropAfterASwitch(sim, member.ownership)
+    held_up = switch.held_up
+    member.ownership = switch
     # a's application is between polls when it is stopped, and polls again 100 ms after it resumes:
     # its heartbeat thread, which sees the lease ended, runs first
     frozen_ms = session_ms + 5_000
