@@ -45,7 +45,10 @@ def collect() -> list[ReadableSpan]:
         settings = dict(bootstrap_servers=cluster.bootstrap_servers, group_id="billing", auto_offset_reset="earliest",
                         fetch_max_wait_ms=50, heartbeat_interval_ms=200, tracer_provider=provider)
         first = GroupConsumer("orders", client_id="billing-1", **settings)
+        deadline = time.monotonic() + 20
         while not first.assignment():
+            if time.monotonic() > deadline:
+                raise SystemExit("the first consumer got no assignment in 20 s")
             first.poll(100)
         producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, linger_ms=0)
         with app.start_as_current_span("send orders", kind=SpanKind.PRODUCER):

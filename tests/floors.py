@@ -2,7 +2,7 @@
 
 Every lower bound the project declares is one that is tested: this builds a virtual environment
 on the lowest Python ``requires-python`` allows, with every runtime dependency, every test tool
-and the spark extra at the lowest version its bound allows (``uv``'s ``--resolution lowest-direct``: the
+and the spark, otel and bench extras at the lowest version its bound allows (``uv``'s ``--resolution lowest-direct``: the
 dependencies' own dependencies at whatever pip picks), and groupclient itself on top.  The
 suite's ``tests/test_dependency_floors.py`` runs the unit and simulation tests and
 ``groupclient demo`` in it; the normal run uses the newest versions.
@@ -44,7 +44,7 @@ def lowest(specifier: SpecifierSet) -> str:
     raise ValueError(f"no lower bound in {specifier!r}: every dependency must declare one")
 
 
-def floor_pins(extras: tuple[str, ...] = ("test", "spark", "otel")) -> list[str]:
+def floor_pins(extras: tuple[str, ...] = ("test", "spark", "otel", "bench")) -> list[str]:
     """``name==lowest`` (with its environment marker) for every runtime dependency and every
     dependency of ``extras``."""
     project = pyproject()["project"]

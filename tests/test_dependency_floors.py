@@ -1,7 +1,7 @@
 """Every lower bound pyproject.toml declares is tested: the unit and simulation tests, the layer
 checks, ``mypy --strict``, the TLS and SASL tests, a group with a confluent-kafka peer and
 ``groupclient demo`` and the async tests of the pytest plugin pass on the lowest Python and the lowest version of every runtime
-dependency, test tool and the spark extra it allows (``tests/floors.py`` builds that environment
+dependency, test tool and the spark, otel and bench extras it allows (``tests/floors.py`` builds that environment
 once per pin list, under ~/.cache/groupclient).  The rest of the suite runs on the newest versions.
 What runs Spark itself (tests/spark/) runs on the newest only.
 """
@@ -23,6 +23,7 @@ SUITES = ["tests/unit", "tests/sim", "tests/test_layers.py", "tests/test_dead_co
           "tests/integration/test_security.py",  # cryptography's floor (test certificates)
           "tests/integration/test_peer_groups.py::test_mixed_group_kafka_python_and_confluent",  # confluent-kafka's
           "tests/integration/test_aio_plugin.py",  # pytest-asyncio's and anyio's (aiokafka's is its only version)
+          "tests/test_benchmark_plots.py",  # matplotlib's (the bench extra)
           # the 500-seed exploration runs once, in the main run (a minute); the floors run the
           # hypothesis-drawn schedules and every other simulation
           "--deselect", "tests/sim/test_random_schedules.py::test_500_seeded_schedules_keep_every_invariant"]

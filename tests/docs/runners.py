@@ -292,8 +292,9 @@ class Synopsis:
 
 @dataclass(frozen=True)
 class Command:
-    """Run the command as written but for ``changes`` (a long run made short: each is
-    ``(text, replacement)``); it must exit 0."""
+    """Run the command as written but for ``changes`` (a long run made short, an output file moved
+    to the test's own folder: each is ``(text, replacement)``, ``{tmp}`` in a replacement standing
+    for that folder); it must exit 0."""
 
     changes: tuple[tuple[str, str], ...] = ()
     timeout_s: float = 300.0
@@ -302,7 +303,7 @@ class Command:
         for line in block.text.splitlines():
             for old, new in self.changes:
                 assert old in line, (old, line)
-                line = line.replace(old, new)
+                line = line.replace(old, new.replace("{tmp}", str(tmp_path)))
             argv = shlex.split(line)
             if argv[0] == "python":
                 argv[0] = sys.executable

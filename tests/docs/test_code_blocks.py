@@ -26,7 +26,7 @@ RUNS: dict[str, Runner] = {
     "README.md: pip install -e . && groupclient demo": Mirrored(
         (f"{INSTALL}::test_the_readme_install_command_in_a_fresh_environment",),
         "installs into a fresh virtual environment"),
-    "README.md: pip install -e '.[test,spark]' && python -m pytest": Mirrored(
+    "README.md: pip install -e '.[test,spark,otel,bench]' && python -m pytest": Mirrored(
         (f"{INSTALL}::test_ci_runs_the_readme_test_command",), "it is the CI's command; this suite is its run"),
     "README.md: from groupclient import GroupConsumer": Python(contexts.consuming("print")),
     "README.md: from groupclient.coordinator import EmbeddedCluster": Python(contexts.nothing),
@@ -99,7 +99,8 @@ RUNS: dict[str, Runner] = {
         otel_contexts.console_exporters),
     "docs/observability.md: from opentelemetry.exporter.prometheus import PrometheusMetricReader": Python(
         otel_contexts.prometheus),
-    "docs/observability.md: python benchmarks/trace_picture.py --out docs/trace.png": Synopsis(),
+    "docs/observability.md: python benchmarks/trace_picture.py --out docs/trace.png": Command(
+        (("--out docs/trace.png", "--out {tmp}/trace.png"),)),  # needs the bench extra: the test command has it
     "docs/observability.md: nice -n 5 python benchmarks/throughput.py --brokers embedded --sizes 100 --codecs none "
     "--partitions 6 \\": Synopsis(),
     "docs/observability.md: # the embedded coordinator's metrics, read in a test": Python(contexts.nothing),
@@ -144,7 +145,7 @@ RUNS: dict[str, Runner] = {
         Mirrored(("tests/spark/test_consume_and_pipeline.py::test_the_pipeline_command_runs_end_to_end",),
                  "a Spark job: run by the Spark tests, with fewer events"),
     # docs/testing.md
-    "docs/testing.md: pip install -e '.[test,spark]' && python -m pytest": Mirrored(
+    "docs/testing.md: pip install -e '.[test,spark,otel,bench]' && python -m pytest": Mirrored(
         (f"{INSTALL}::test_ci_runs_the_readme_test_command",), "it is the CI's command; this suite is its run"),
     "docs/testing.md: from groupclient.testing import GroupSimulation": Python(contexts.simulated_test),
     "docs/testing.md: python -m groupclient.testing.schedules --first 10000 --count 5000 --faults 8 "

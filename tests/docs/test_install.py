@@ -68,13 +68,15 @@ def test_the_readme_install_command_in_a_fresh_environment(tmp_path: Path) -> No
 
 
 def test_ci_runs_the_readme_test_command() -> None:
-    """"README.md: pip install -e '.[test,spark]' && python -m pytest" is the command .ci/run runs
-    (so the CI's run of this suite is the block's run), and
-    "docs/testing.md: pip install -e '.[test,spark]' && python -m pytest" says the same."""
-    command = block("README.md: pip install -e '.[test,spark]' && python -m pytest").text.strip()
-    ci = (ROOT / ".ci" / "run").read_text().splitlines()
-    assert command in ci
-    assert block("docs/testing.md: pip install -e '.[test,spark]' && python -m pytest").text.strip() == command
+    """"README.md: pip install -e '.[test,spark,otel,bench]' && python -m pytest" is the command .ci/run
+    runs, word for word, in a virtual environment it makes afresh (so the CI's run of this suite is
+    the block's run on a fresh machine), and "docs/testing.md: pip install -e '.[test,spark,otel,bench]'
+    && python -m pytest" says the same."""
+    command = block("README.md: pip install -e '.[test,spark,otel,bench]' && python -m pytest").text.strip()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert f'\nREADME_COMMAND="{command}"\n' in ci
+    assert '"${CI_PYTHON:-python3}" -m venv "$venv"' in ci and '. "$venv/bin/activate"' in ci
+    assert block("docs/testing.md: pip install -e '.[test,spark,otel,bench]' && python -m pytest").text.strip() == command
 
 
 def test_an_assignor_published_with_the_documented_entry_point_is_found_by_name(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ try:
 except ImportError:  # the CI command installs the spark extra; elsewhere say what is missing
     if os.environ.get("CI") == "true":
         raise
-    pytest.skip("the Spark tests need pip install -e '.[test,spark]'", allow_module_level=True)
+    pytest.skip("the Spark tests need pip install -e '.[test,spark,otel,bench]'", allow_module_level=True)
 
 
 @pytest.fixture(scope="session")
