@@ -53,6 +53,10 @@ groupclient-iter-otel-off/groupclient-iter (zero cost without a provider: ~1.0).
 links (at most 128 per poll span, the SDK's limit); the tables say whether it was on, and each run
 of an SDK variant prints the spans, links and metric exports its exporters dropped.
 
+--rebalance: in each asyncio client's drain, another member joins the group at the third of the
+records and leaves a second later, so the steady span has two rebalances (throughput_worker.py);
+use enough records for the steady span to last a few seconds (--mb 150 --max-records 2000000).
+
 Event-loop lag, for the asyncio clients: the worker runs the drain coroutine and, on the same loop,
 a watchdog that repeatedly awaits asyncio.sleep(0.001); a wake-up's lag is its actual time minus
 the expected one (the time it went to sleep + 1 ms), i.e. how long a ready callback waited for the
@@ -278,7 +282,8 @@ def run_client(client: str, bootstrap: str, topic: str, records: int, broker_pid
             [sys.executable, str(WORKER), client, bootstrap, topic, str(records), "--broker-pid", str(broker_pid),
              "--timeout-s", str(timeout_s), "--max-poll-records", str(args.max_poll_records),
              "--confluent-config", json.dumps(args.confluent_config), *([] if args.loop_lag else ["--no-loop-lag"]),
-             *(["--gc-freeze"] if args.gc_freeze else [])],
+             *(["--gc-freeze"] if args.gc_freeze else []),
+             *(["--rebalance"] if args.rebalance and client in ASYNC_CLIENTS else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
         assert child.stdin is not None and child.stdout is not None
         result: dict[str, Any] = {"ok": False, "error": "interrupted"}
@@ -541,6 +546,10 @@ def main() -> int:
                         help='JSON, more librdkafka settings, e.g. \'{"fetch.queue.backoff.ms": 10}\'')
     parser.add_argument("--no-loop-lag", dest="loop_lag", action="store_false",
                         help="asyncio clients: no event-loop lag watchdog (it costs them some CPU)")
+    parser.add_argument("--rebalance", action="store_true",
+                        help="asyncio clients: another member joins each drain's group at the third of the "
+                             "records and leaves 1 s later, so the steady span (and its loop lag) has two "
+                             "rebalances; the clients commit (auto-commit) and heartbeat every 200 ms")
     parser.add_argument("--gc-freeze", action="store_true",
                         help="workers call gc.freeze() after imports and the client's start, before consuming "
                              "(a full GC of the import-time heap pauses every thread 10-35 ms)")

@@ -57,6 +57,12 @@ permanent generation that collections skip.  The result says ``gc_freeze`` and t
 (``gc_frozen``); with or without it, ``steady_gc_collections`` counts the collections per generation
 over the steady span.
 
+``--rebalance`` (asyncio clients): the client commits (auto-commit every second) and heartbeats
+every 200 ms, and when it has a third of the records another member (kafka-python, a process of
+its own, subscribed to a topic of its own so it takes none of these partitions) joins the group
+and leaves a second later: the steady span, and its loop lag, include both rebalances (the
+result says ``rebalance``).
+
 The JSON line is printed before ``close()`` (``stop()`` for the asyncio clients, on the same loop);
 the worker then waits for its stdin to close so the parent can read this process's CPU before it
 exits.
@@ -71,6 +77,7 @@ import gc
 import json
 import logging
 import math
+import subprocess
 import sys
 import time
 import traceback
@@ -270,7 +277,15 @@ def confluent_client(bootstrap: str, topic: str, group: str, records: int,
     return batches, consumer.close
 
 
-async def async_client(kind: str, bootstrap: str, topic: str, group: str, max_poll_records: int) -> Any:
+# --rebalance: the asyncio client commits (so a partition given back goes on where it was) and
+# heartbeats often (so it hears of a rebalance at once); another member joins its group at the
+# third of the records (the measurement's start) and leaves REBALANCE_STAY_S later: two rebalances
+REBALANCE_SETTINGS = {"enable_auto_commit": True, "auto_commit_interval_ms": 1000, "heartbeat_interval_ms": 200}
+REBALANCE_STAY_S = 1.0
+
+
+async def async_client(kind: str, bootstrap: str, topic: str, group: str, max_poll_records: int,
+                       rebalance: bool = False) -> Any:
     """A started asyncio consumer, subscribed: the python clients' settings, aiokafka's names."""
     if kind == "aiokafka":
         from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped, unused-ignore]
@@ -278,9 +293,10 @@ async def async_client(kind: str, bootstrap: str, topic: str, group: str, max_po
     else:
         from groupclient.aio import AsyncGroupConsumer
         Consumer = AsyncGroupConsumer
+    settings: dict[str, Any] = {"enable_auto_commit": False, **(REBALANCE_SETTINGS if rebalance else {})}
     consumer = Consumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
-                        enable_auto_commit=False, max_poll_records=max_poll_records,
-                        metadata_max_age_ms=5000, client_id=f"bench-{kind}")
+                        max_poll_records=max_poll_records, metadata_max_age_ms=5000, client_id=f"bench-{kind}",
+                        **settings)
     await consumer.start()
     consumer.subscribe([topic])
     return consumer
@@ -442,18 +458,22 @@ def drain_async(args: argparse.Namespace, group: str, meter: Meter) -> dict[str,
     """The asyncio clients: the same Meter, fed by a coroutine; the loop stays for stop()."""
     watchdogs: list[Watchdog] = []
     frozen: dict[str, Any] = {}
+    disturbers: list[subprocess.Popen[bytes]] = []
 
     async def run() -> Any:
         if args.loop_lag:
             watchdogs.append(Watchdog())
         consumer = None
         try:
-            consumer = await async_client(args.client, args.bootstrap, args.topic, group, args.max_poll_records)
+            consumer = await async_client(args.client, args.bootstrap, args.topic, group, args.max_poll_records,
+                                          args.rebalance)
             frozen.update(freeze(args))
             async with contextlib.aclosing(async_batches(consumer, args.max_poll_records)) as batches:
                 async for count, size in batches:
                     if meter.add(count, size):
                         break
+                    if args.rebalance and meter.third is not None and not disturbers:
+                        disturbers.append(disturb(args.bootstrap, group, f"{args.topic}-rebalance"))
         except BaseException:
             if consumer is not None:
                 await consumer.stop()
@@ -461,6 +481,12 @@ def drain_async(args: argparse.Namespace, group: str, meter: Meter) -> dict[str,
         finally:
             for lag in watchdogs:
                 lag.stop(meter.end[0] if meter.end else time.monotonic())
+            for process in disturbers:
+                try:
+                    process.wait(timeout=REBALANCE_STAY_S + 30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
         return consumer
 
     loop = asyncio.new_event_loop()  # as asyncio.run() (Python 3.10 has no asyncio.Runner)
@@ -477,13 +503,35 @@ def drain_async(args: argparse.Namespace, group: str, meter: Meter) -> dict[str,
         finally:
             finish(loop)
 
-    result = {**meter.result(), **frozen}
+    result = {**meter.result(), **frozen, "rebalance": bool(disturbers)}
     if watchdogs and result["ok"]:
         result.update(meter.loop_lag(watchdogs[0].samples))
     return {**result, "close": close}
 
 
+def disturb(bootstrap: str, group: str, topic: str) -> subprocess.Popen[bytes]:
+    """Another member of ``group`` (kafka-python, in a process of its own, subscribed to a topic
+    of its own: it takes no partition of the measured one), for REBALANCE_STAY_S."""
+    return subprocess.Popen([sys.executable, __file__, "--disturb", bootstrap, group, topic])
+
+
+def disturber(bootstrap: str, group: str, topic: str) -> int:
+    """The other member: join (a rebalance), poll for REBALANCE_STAY_S, leave (another)."""
+    from kafka import KafkaConsumer
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+                             heartbeat_interval_ms=200, partition_assignment_strategy=[RoundRobinPartitionAssignor])
+    deadline = time.monotonic() + REBALANCE_STAY_S
+    while time.monotonic() < deadline:
+        consumer.poll(timeout_ms=100)
+    consumer.close()
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--disturb"]:
+        return disturber(*sys.argv[2:5])
     parser = argparse.ArgumentParser()
     parser.add_argument("client", choices=CLIENTS)
     parser.add_argument("bootstrap")
@@ -497,6 +545,9 @@ def main() -> int:
                         help="asyncio clients: no event-loop lag watchdog")
     parser.add_argument("--gc-freeze", action="store_true",
                         help="gc.freeze() after the imports and the client's start, before the first poll")
+    parser.add_argument("--rebalance", action="store_true",
+                        help="asyncio clients: another member joins the group at the third of the records and "
+                             f"leaves {REBALANCE_STAY_S:.0f} s later (auto-commit on, heartbeats every 200 ms)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
     try:
