@@ -16,6 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     class TopicPartition(NamedTuple):
         """A partition of a topic."""
 
@@ -50,7 +52,7 @@ if TYPE_CHECKING:
         timestamp_type: int
         key: Any
         value: Any
-        headers: list[tuple[str, bytes | None]]
+        headers: Sequence[tuple[str, bytes | None]]  # a list; a tuple in groupclient.aio's records
         checksum: int | None
         serialized_key_size: int
         serialized_value_size: int

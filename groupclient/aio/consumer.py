@@ -1,11 +1,12 @@
 """``AsyncGroupConsumer``: aiokafka's ``AIOKafkaConsumer`` API on GroupConsumer's group logic.
 
 One GroupConsumer does the work, owned by a thread of this consumer's own
-(:mod:`groupclient.aio.consumer_thread`); the coroutines here hand it jobs and await them, so the
-event loop never blocks on a socket, a lock or a rebalance, and the GroupConsumer's heartbeat
-thread keeps the member in its group while the application's code holds the loop.  The design
-and the thread model: docs/design.md, "asyncio"; usage and the migration from aiokafka:
-docs/asyncio.md.
+(:mod:`groupclient.aio.consumer_thread`); the coroutines here hand it jobs and await them, and
+between jobs the thread keeps the group (``GroupConsumer._keep_group``), so the event loop never
+blocks on a socket, a lock or a rebalance, the group goes on whether or not the application
+fetches, and the GroupConsumer's heartbeat thread keeps the member in its group while the
+application's code holds the loop.  The design and the thread model: docs/design.md, "asyncio";
+usage and the migration from aiokafka: docs/asyncio.md.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -23,16 +24,17 @@ from ..consumer.any_thread import AnyThreadAccess
 from ..consumer.group_consumer import GroupConsumer, GroupMetadata
 from ..consumer.queries import check_partition
 from ..consumer.rebalance_events import RebalanceEvent
-from ..errors import ArgumentTypeError, ConfigurationError, IllegalStateError
+from ..errors import ArgumentTypeError, ConfigurationError, IllegalStateError, KafkaTimeoutError
 from ..otel.providers import api_installed
 from ..structs import ConsumerRecord, TopicPartition
 from .config import translate
-from .consumer_thread import ConsumerThread
-from .fetch_jobs import FetchJobs
+from .consumer_thread import Background, ConsumerThread
 from .errors import ConsumerStoppedError
+from .fetch_jobs import FetchJobs
 from .listener import LoopListener
 from .offsets import AsyncOffsets
 from .record_buffer import RecordBuffer, Records
+from .subscribing import AsyncSubscriptions, Mode, check_subscription
 
 if TYPE_CHECKING:
     from .telemetry import LoopTelemetry
@@ -44,9 +46,13 @@ T = TypeVar("T")
 _NAMES = itertools.count(1)
 CLOSE_TIMEOUT_MS = 30_000  # stop() without timeout_ms, as GroupConsumer.close()
 STOP_GRACE_S = 5.0  # stop() waits this much longer than its timeout for a job ahead of close()
+# the longest a background turn waits for network events when nothing else is due: a job ends
+# the wait at once (ConsumerThread.submit wakes it), so this only bounds how often an idle
+# consumer looks at its metadata age, auto-commit deadline and pattern
+TURN_MS = 200
 
 
-class AsyncGroupConsumer(AsyncOffsets):
+class AsyncGroupConsumer(AsyncSubscriptions, AsyncOffsets):
     """A Kafka group consumer for asyncio: aiokafka's ``AIOKafkaConsumer`` (constructor, setting
     names, coroutines and methods) on groupclient's group logic, so switching is an import change.
 
@@ -57,18 +63,25 @@ class AsyncGroupConsumer(AsyncOffsets):
             async for record in consumer:        # or: await consumer.getmany(timeout_ms=1000)
                 print(record.partition, record.offset, record.value)
 
-    The constructor checks every setting (ConfigurationError) and connects nothing; ``start()``
-    connects, ``stop()`` commits (enable_auto_commit), leaves the group and returns within
-    ``timeout_ms``.  Every GroupConsumer setting works here too (group_protocol='consumer',
-    cooperative-sticky, static membership, TLS/SASL, interceptors...), with aiokafka's defaults
-    where they differ (session_timeout_ms 10000, request_timeout_ms 40000, round robin).
+    The constructor checks every setting (ConfigurationError) and connects nothing.  ``start()``
+    connects and, for a subscribed consumer, returns once it has its first assignment (or
+    raises: a fatal group error such as InvalidSessionTimeoutError, or KafkaTimeoutError after
+    max_poll_interval_ms); from then on the group is kept in the background, as aiokafka's
+    coordinator task keeps it: joins, rebalances with their listener calls, auto-commit and
+    pattern matching go on whether or not the application fetches.  ``stop()`` commits
+    (enable_auto_commit), leaves the group and returns within ``timeout_ms``.  Every
+    GroupConsumer setting works here too (group_protocol='consumer', cooperative-sticky, static
+    membership, TLS/SASL, interceptors...), with aiokafka's defaults where they differ
+    (session_timeout_ms 10000, request_timeout_ms 40000, round robin).
 
-    Threads: a consumer thread of its own runs the GroupConsumer (fetching, joining, committing,
-    deserializers and interceptors); rebalance listeners (coroutines or plain methods) and
-    rebalance event callbacks run on the loop.  The group is kept while your code holds the loop
-    for less than max_poll_interval_ms.  Cancelling ``getmany()``/``getone()`` loses no record:
-    the next call returns it.  Errors: as GroupConsumer's, under aiokafka's names in
-    :mod:`groupclient.aio.errors` (ConsumerStoppedError after ``stop()``).
+    Threads: a consumer thread of its own runs the GroupConsumer (fetching, the group between
+    fetches, committing, deserializers and interceptors); rebalance listeners (coroutines or
+    plain methods) and rebalance event callbacks run on the loop.  The group is kept while your
+    code holds the loop for less than max_poll_interval_ms, which counts between
+    ``getmany()``/``getone()`` calls.  Cancelling ``getmany()``/``getone()`` loses no record: the
+    next call returns it.  Errors: aiokafka's classes, by its names, in
+    :mod:`groupclient.aio.errors` (each also GroupConsumer's class); every call checks its
+    arguments and the consumer's state when it is made.
 
     OpenTelemetry (``tracer_provider`` / ``meter_provider``, as GroupConsumer's): spans on the
     loop, in the caller's context (a process span current in ``async for``); metrics from the
@@ -78,43 +91,53 @@ class AsyncGroupConsumer(AsyncOffsets):
     def __init__(self, *topics: str, **configs: Any) -> None:
         """aiokafka's AIOKafkaConsumer arguments (see :mod:`groupclient.aio.config`)."""
         self._settings = translate(configs)
-        for topic in topics:
-            if not isinstance(topic, str):
-                raise ArgumentTypeError(f"topics are names, not {topic!r}")
+        names, _ = check_subscription(list(topics), None, None) if topics else ((), None)
         self._group_id = self._settings.get("group_id")
         self._getmany_limit: int | None = self._settings.get("max_poll_records")
         self._event_callback: Callable[[RebalanceEvent], Any] | None = self._settings.pop(
             "rebalance_event_callback", None)
+        self._mode = Mode.SUBSCRIBED if names else Mode.NONE
         self._initial: tuple[tuple[str, ...], str | None, object | None] | None = (
-            (tuple(topics), None, None) if topics else None)
+            (names, None, None) if names else None)
         self._initial_assign: set[TopicPartition] | None = None
         self._consumer: GroupConsumer | None = None
         self._access: AnyThreadAccess | None = None
         self._thread: ConsumerThread | None = None
         self._buffer = RecordBuffer()
         self._state = "new"  # new -> starting -> running -> stopping -> stopped
-        self._started: asyncio.Future[None] | None = None  # done when start() ends, either way
+        self._started_building: asyncio.Future[None] | None = None  # done when the build ends, either way
         self._stopped: asyncio.Future[None] | None = None  # done when stop() ends
-        # subscribe()'s and unsubscribe()'s errors (jobs nobody awaits), raised by the next
-        # getmany()/getone(); a fetch's error waits in the buffer, after the records before it
+        # start()'s wait for the first assignment: resolved from a background turn, or failed
+        # with the first error the group meets meanwhile
+        self._settle: asyncio.Future[None] | None = None
+        self._awaiting_assignment = False  # read by the consumer thread's turns (a bool read)
+        self._failure: BaseException | None = None  # why start() failed: later calls raise it
+        # an error of the background (a listener's, a fatal group error) or of a subscription
+        # job, raised by the next getmany()/getone(); a fetch's error waits in the buffer instead
         self._pending_error: BaseException | None = None
-        self._membership_jobs = 0  # subscribe()/unsubscribe() jobs queued and not done
-        self._assign_after: set[TopicPartition] | None = None  # assign() queued behind them
+        self._membership_jobs = 0
+        self._assign_after: set[TopicPartition] | None = None
         self._fetches: FetchJobs | None = None
         self._telemetry: LoopTelemetry | None = None  # the spans (loop only); None without the API
         self._name = f"groupclient-aio-{next(_NAMES)}"
 
     # -- lifecycle -----------------------------------------------------------------------
     async def start(self) -> None:
-        """Connect (NoBrokersAvailable when no bootstrap server answers in time) and subscribe
-        to the constructor's topics.  The group is joined by the first getmany()/getone()."""
+        """Connect (NoBrokersAvailable when no bootstrap server answers in time) and apply what
+        was subscribed or assigned before; a subscribed consumer returns once its first
+        assignment is in place (it may be empty), its listener's ``on_partitions_assigned``
+        done.  A fatal error of the group (InvalidSessionTimeoutError, GroupAuthorizationFailed,
+        a listener's error...) is raised from here, and so is KafkaTimeoutError when no
+        assignment came within max_poll_interval_ms (the longest a join may take); the consumer
+        is then stopped, and later calls raise the same error.  IllegalStateError when called
+        twice, ConsumerStoppedError after ``stop()``."""
         if self._state != "new":
             if self._state in ("stopping", "stopped"):
                 raise ConsumerStoppedError("the consumer is stopped: create a new one")
-            return
+            raise IllegalStateError("start() was called already")
         self._state = "starting"
         loop = asyncio.get_running_loop()
-        self._started = loop.create_future()
+        self._started_building = loop.create_future()
         self._thread = thread = ConsumerThread(loop, self._name)
         settings = dict(self._settings)
         if self._event_callback is not None or api_installed():
@@ -130,20 +153,88 @@ class AsyncGroupConsumer(AsyncOffsets):
             thread.close()
             raise
         finally:
-            self._started.set_result(None)
+            self._started_building.set_result(None)
         self._consumer, self._access = consumer, consumer._any_thread
         self._telemetry = _loop_telemetry(consumer)
         self._fetches = FetchJobs(consumer, thread, self._buffer, lambda: self._state == "running")
         if self._state != "starting":  # stop() came meanwhile: it closes what was built
             raise ConsumerStoppedError("the consumer was stopped while it started")
         self._state = "running"
+        access = self._access
+        access.note_application_poll()  # max_poll_interval_ms counts from start(), as aiokafka's idle time
+        joins = self._apply_initial(access, thread)
+        thread.run_in_background(Background(lambda: self._turn(consumer, loop), access.wake, self._deliver_error))
+        if not joins:
+            return
+        try:
+            await self._first_assignment(consumer)
+        except BaseException as exc:
+            await self._fail_start(consumer, thread, exc)
+            raise
+
+    def _apply_initial(self, access: AnyThreadAccess, thread: ConsumerThread) -> bool:
+        """What subscribe()/assign() recorded before start(), applied; True for a subscription
+        (start() waits for its first assignment)."""
         if self._initial is not None:
             topics, pattern, listener = self._initial
             self._initial = None
-            self.subscribe(topics, pattern, listener)
-        elif self._initial_assign is not None:
-            partitions, self._initial_assign = self._initial_assign, None
-            self.assign(partitions)
+            bridged = LoopListener(listener, thread) if listener is not None else None
+            self._membership(lambda c: c.subscribe(list(topics), pattern=pattern, listener=bridged))
+            return True
+        if self._initial_assign:
+            access.assign(self._initial_assign)
+        self._initial_assign = None
+        return False
+
+    async def _first_assignment(self, consumer: GroupConsumer) -> None:
+        """Until a background turn finds the first assignment in place, or an error comes."""
+        self._settle = settle = asyncio.get_running_loop().create_future()
+        self._awaiting_assignment = True
+        budget_ms = max(int(consumer.config["max_poll_interval_ms"]), int(consumer.config["request_timeout_ms"]))
+        try:
+            await asyncio.wait_for(asyncio.shield(settle), budget_ms / 1000)
+        except asyncio.TimeoutError:
+            state = consumer.group_metadata()
+            raise KafkaTimeoutError(
+                f"start(): no assignment of group {self._group_id!r} within {budget_ms} ms (max_poll_interval_ms, "
+                f"the longest a join may take): the member is {state.state!r}, generation {state.generation_id}; "
+                "is the group coordinator reachable, and does every member of the group poll?") from None
+        finally:
+            self._awaiting_assignment, self._settle = False, None
+
+    def _turn(self, consumer: GroupConsumer, loop: asyncio.AbstractEventLoop) -> None:
+        """On the consumer thread, between jobs: the group's turn (GroupConsumer._keep_group)."""
+        settled = consumer._keep_group(TURN_MS)
+        if settled and self._awaiting_assignment:
+            self._awaiting_assignment = False
+            loop.call_soon_threadsafe(self._settled)
+
+    def _settled(self) -> None:
+        if self._settle is not None and not self._settle.done():
+            self._settle.set_result(None)
+
+    def _deliver_error(self, error: BaseException) -> None:
+        """On the loop: an error of the background or of a subscription job fails a start()
+        that waits, else waits for the next getmany()/getone()."""
+        if self._settle is not None and not self._settle.done():
+            self._settle.set_exception(error)
+            return
+        log.error("%s: %r (raised by the next getmany() or getone())", self._name, error)
+        self._pending_error = self._pending_error or error
+
+    async def _fail_start(self, consumer: GroupConsumer, thread: ConsumerThread, error: BaseException) -> None:
+        """start() failed after the consumer was built: close it (no commit: nothing was
+        consumed) within STOP_GRACE_S, and have later calls raise ``error``."""
+        self._failure = error if isinstance(error, Exception) else ConsumerStoppedError("start() was cancelled")
+        self._state = "stopping"
+        thread.stop_background()
+        closing = thread.submit(lambda: consumer.close(timeout_ms=int(STOP_GRACE_S * 1000), autocommit=False))
+        closing.add_done_callback(lambda _: thread.close())
+        try:
+            await asyncio.wait_for(asyncio.shield(closing), STOP_GRACE_S * 2)
+        except BaseException as exc:  # it closes in the background: start()'s error is the news
+            log.debug("%s: closing after a failed start(): %r", self._name, exc)
+        self._state = "stopped"
 
     def _post_event(self, loop: asyncio.AbstractEventLoop, event: RebalanceEvent) -> None:
         """On the consumer thread: hand a RebalanceEvent to the loop (the thread does not wait)."""
@@ -174,14 +265,13 @@ class AsyncGroupConsumer(AsyncOffsets):
         assert thread is not None
         if self._state == "starting":
             self._state = "stopping"
-            assert self._started is not None
-            await asyncio.shield(self._started)
+            assert self._started_building is not None
+            await asyncio.shield(self._started_building)
             if self._consumer is None:  # start() failed: nothing to close
                 self._state = "stopped"
                 return
         elif self._state == "stopping":
-            if not thread.in_listener():  # a listener waiting for stop() would wait for itself
-                assert self._stopped is not None
+            if not thread.in_listener() and self._stopped is not None:  # a listener would wait for itself
                 await asyncio.shield(self._stopped)
             return
         self._state = "stopping"
@@ -192,6 +282,7 @@ class AsyncGroupConsumer(AsyncOffsets):
         assert consumer is not None
         loop = asyncio.get_running_loop()
         self._stopped = stopped = loop.create_future()
+        thread.stop_background()
         closing = thread.submit(lambda: consumer.close(timeout_ms=timeout_ms))
 
         def closed(done: asyncio.Future[Any]) -> None:
@@ -229,9 +320,15 @@ class AsyncGroupConsumer(AsyncOffsets):
             raise IllegalStateError("the consumer is not started: await start() first")
         return self._consumer, self._access, self._thread
 
+    def _raise_failure(self) -> None:
+        if self._failure is not None:  # start() failed: the consumer is stopped, for this reason
+            raise self._failure
+
     def _raise_pending(self) -> None:
         error, self._pending_error = self._pending_error, None
         if error is not None:
+            if self._thread is not None:
+                self._thread.resume_background()  # the application heard it: the group goes on
             raise error
 
     def _fetch_jobs(self) -> FetchJobs:
@@ -254,14 +351,18 @@ class AsyncGroupConsumer(AsyncOffsets):
                       max_records: int | None = None) -> Records:
         """Records per partition (of ``partitions`` only, if given), at most ``max_records``
         (default max_poll_records; none set: every record fetched so far), waiting up to
-        ``timeout_ms`` for the first.  Joins and rebalances run inside, as poll() does."""
+        ``timeout_ms`` (0 or less: not at all) for the first.  The error the group met in the
+        background since the last call (a listener's, a fatal one) is raised here."""
+        self._raise_failure()
         _, access, _ = self._running()
         self._not_in_listener("getmany")
         only = {check_partition(tp) for tp in partitions}
-        if max_records is not None and (not isinstance(max_records, int) or max_records < 1):
+        if max_records is not None and (isinstance(max_records, bool) or not isinstance(max_records, int)
+                                        or max_records < 1):
             raise ConfigurationError(f"max_records must be a positive integer, not {max_records!r}")
-        if not isinstance(timeout_ms, (int, float)) or timeout_ms < 0:
-            raise ConfigurationError(f"timeout_ms must be a non-negative number, not {timeout_ms!r}")
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)):
+            raise ArgumentTypeError(f"timeout_ms must be a number of milliseconds, not {timeout_ms!r}")
+        timeout_ms = max(timeout_ms, 0)  # as aiokafka: a negative timeout does not wait
         limit = max_records if max_records is not None else self._getmany_limit
         fetches = self._fetch_jobs()
         started_ns = time.time_ns()  # the receive span's start
@@ -293,6 +394,7 @@ class AsyncGroupConsumer(AsyncOffsets):
 
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord:
         """The next record (of ``partitions`` only, if given), waiting as long as it takes."""
+        self._raise_failure()
         _, access, _ = self._running()
         self._not_in_listener("getone")
         only = {check_partition(tp) for tp in partitions}
@@ -330,96 +432,6 @@ class AsyncGroupConsumer(AsyncOffsets):
             telemetry.start_process(record)
         return record
 
-    # -- subscription --------------------------------------------------------------------
-    def subscribe(self, topics: Iterable[str] | str = (), pattern: str | None = None, listener: object = None) -> None:
-        """Subscribe to topics or a regex pattern, with an optional rebalance listener (methods
-        may be coroutines).  Applied by the consumer thread before the next fetch."""
-        names = (topics,) if isinstance(topics, str) else tuple(topics)
-        # TypeError, as aiokafka (ArgumentTypeError is one)
-        if names and pattern is not None:
-            raise ArgumentTypeError("subscribe() takes topics or a pattern, not both")
-        if not names and pattern is None:
-            raise ArgumentTypeError("subscribe() needs topics or a pattern")
-        if listener is not None and not any(callable(getattr(listener, m, None)) for m in (
-                "on_partitions_revoked", "on_partitions_assigned", "on_partitions_lost")):
-            raise ArgumentTypeError(f"listener {listener!r} has none of on_partitions_revoked, "
-                                    "on_partitions_assigned, on_partitions_lost")
-        if self._state in ("new", "starting"):
-            if self._initial_assign is not None:
-                raise IllegalStateError("subscribe() after assign(): call unsubscribe() first")
-            self._initial = (names, pattern, listener)
-            return
-        _, access, thread = self._running()
-        if self._membership_jobs == 0 and access.assignment() and not access.is_group_subscribed():
-            raise IllegalStateError("subscribe() after assign(): call unsubscribe() first")
-        bridged = LoopListener(listener, thread) if listener is not None else None
-        self._membership(lambda c: c.subscribe(list(names), pattern=pattern, listener=bridged))
-
-    def subscription(self) -> set[str]:
-        """The topics subscribed to (a pattern's matches so far); empty when not subscribed."""
-        if self._initial is not None:
-            return set(self._initial[0])
-        if self._access is None or not self._access.is_group_subscribed():
-            return set()
-        return self._access.subscribed_topics()
-
-    def unsubscribe(self) -> None:
-        """Leave the group (the listener hears the revocation) or drop the assignment."""
-        if self._state in ("new", "starting"):
-            self._initial, self._initial_assign = None, None
-            return
-        self._running()
-        self._buffer.drop()
-        self._assign_after = None
-        self._membership(lambda c: c.unsubscribe())
-
-    def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Consume exactly these partitions, outside any group's assignment."""
-        wanted = {check_partition(tp) for tp in partitions}
-        if self._state in ("new", "starting"):
-            if self._initial is not None:
-                raise IllegalStateError("assign() after subscribe(): call unsubscribe() first")
-            self._initial_assign = wanted
-            return
-        _, access, _ = self._running()
-        if self._membership_jobs == 0 and access.is_group_subscribed():
-            raise IllegalStateError("assign() after subscribe(): call unsubscribe() first")
-        self._buffer.drop(access.assignment() - wanted)
-        if not wanted:  # as aiokafka and kafka-python: assigning nothing is unsubscribing
-            self.unsubscribe()
-            return
-        if self._membership_jobs:
-            # behind an unsubscribe() still queued, which would undo it: queued too, in order
-            self._assign_after = wanted
-            self._membership(lambda c: c.assign(wanted))
-            return
-        access.assign(wanted)  # at once, as aiokafka: pause() or seek() may follow
-
-    def _membership(self, run: Callable[[GroupConsumer], Any]) -> None:
-        """subscribe()/unsubscribe(): a job nobody awaits, run in order with the fetches (not
-        inside a rebalance); its error is raised by the next getmany()/getone()."""
-        consumer, _, thread = self._running()
-        future = thread.submit(lambda: run(consumer))
-        self._membership_jobs += 1
-
-        def done(finished: asyncio.Future[Any]) -> None:
-            self._membership_jobs -= 1
-            error = None if finished.cancelled() else finished.exception()
-            if error is not None:
-                log.error("%s: %r (raised by the next getmany() or getone())", self._name, error)
-                self._pending_error = self._pending_error or error
-            if self._membership_jobs == 0:
-                self._assign_after = None
-        future.add_done_callback(done)
-
-    def assignment(self) -> set[TopicPartition]:
-        """The partitions this consumer owns now (or was told to assign)."""
-        if self._initial_assign is not None:
-            return set(self._initial_assign)
-        if self._assign_after is not None:
-            return set(self._assign_after)
-        return set() if self._access is None else self._access.assignment()
-
     # -- groupclient's own -----------------------------------------------------------------
     def group_metadata(self) -> GroupMetadata:
         """The member's group id, generation, member id and state (as GroupConsumer's)."""
@@ -437,10 +449,11 @@ class AsyncGroupConsumer(AsyncOffsets):
 
 
 def _build(settings: dict[str, Any]) -> GroupConsumer:
-    """On the consumer thread: the GroupConsumer, its own spans off before it ever polls (they
-    are made on the loop, in the application's context: aio/telemetry.py); its metrics and
-    gauges stay on."""
+    """On the consumer thread: the GroupConsumer, told before it ever polls that it serves
+    asyncio (GroupPolling._serve_asyncio), its own spans off (they are made on the loop, in the
+    application's context: aio/telemetry.py); its metrics and gauges stay on."""
     consumer = GroupConsumer(**settings)
+    consumer._serve_asyncio()
     if consumer._observers.telemetry is not None:
         consumer._observers.telemetry.disable_spans()
     return consumer

@@ -9,8 +9,13 @@ Concurrency model (docs/design.md, "asyncio"):
 - A job's outcome reaches its asyncio future through ``loop.call_soon_threadsafe``: futures are
   completed on the loop, never from this thread.  A job may also carry ``on_result``, run on the
   loop with the outcome *even when the future was cancelled* (records are never lost that way).
-- User code the GroupConsumer calls inside a job (a rebalance listener) is run on the loop by
-  :meth:`run_on_loop`; while the thread waits for it, it runs the queued jobs marked
+- Between jobs the thread runs its *background turn* (:meth:`run_in_background`): the
+  consumer keeps its group (joins, rebalances, auto-commit) whether or not the application
+  fetches.  A turn is bounded, and ends at once when a job comes (``submit`` calls ``wake``).
+  A turn that raises hands its error to ``on_error`` (on the loop) and turns stop until
+  :meth:`resume_background`: the error waits for the application instead of repeating.
+- User code the GroupConsumer calls inside a job or a turn (a rebalance listener) is run on the
+  loop by :meth:`run_on_loop`; while the thread waits for it, it runs the queued jobs marked
   ``nested`` (commit, position, committed... that a listener coroutine awaits), as a synchronous
   listener would call the consumer from inside ``poll()``; the others wait their turn.
 """
@@ -50,16 +55,49 @@ class Job(Generic[T]):
     on_result: Callable[[T], None] | None = None
 
 
+@dataclass
+class Background:
+    """What the thread does between jobs: ``turn()`` (bounded; ``wake()`` from any thread ends
+    it early), and ``on_error`` called on the loop with what a turn raised."""
+
+    turn: Callable[[], None]
+    wake: Callable[[], None]
+    on_error: Callable[[BaseException], None]
+
+
 class ConsumerThread:
     """Runs jobs for one AsyncGroupConsumer on a thread of its own (see the module doc)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, name: str) -> None:
         self._loop = loop
-        self._cond = threading.Condition()  # guards _jobs and _closed; never held around a job
+        # guards _jobs, _closed, _background and _paused; never held around a job or a turn
+        self._cond = threading.Condition()
         self._jobs: deque[Job[Any]] = deque()
         self._closed = False
+        self._background: Background | None = None
+        self._paused = False  # a turn raised: no more turns until resume_background()
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
         self._thread.start()
+
+    def run_in_background(self, background: Background) -> None:
+        """From then on, run ``background.turn()`` whenever no job is queued."""
+        with self._cond:
+            self._background, self._paused = background, False
+            self._cond.notify_all()
+
+    def stop_background(self) -> None:
+        """No more turns (the consumer closes); a turn under way finishes (a job submitted
+        with this call wakes it)."""
+        with self._cond:
+            self._background = None
+            self._cond.notify_all()
+
+    def resume_background(self) -> None:
+        """The error a turn raised reached the application: turns go on."""
+        with self._cond:
+            if self._paused:
+                self._paused = False
+                self._cond.notify_all()
 
     def submit(self, run: Callable[[], T], *, nested: bool = False,
                on_result: Callable[[T], None] | None = None) -> asyncio.Future[T]:
@@ -71,6 +109,9 @@ class ConsumerThread:
                 raise ConsumerStoppedError("the consumer is stopped")
             self._jobs.append(job)
             self._cond.notify_all()
+            background = self._background
+        if background is not None:
+            background.wake()  # a turn under way gives way to the job
         return future
 
     def in_listener(self) -> bool:
@@ -93,12 +134,27 @@ class ConsumerThread:
     def _main(self) -> None:
         while True:
             with self._cond:
-                while not self._jobs and not self._closed:
+                while not self._jobs and not self._closed and (self._background is None or self._paused):
                     self._cond.wait()
-                if not self._jobs:
-                    return
-                job = self._jobs.popleft()
-            self._execute(job)
+                job = self._jobs.popleft() if self._jobs else None
+                background = self._background if job is None and not self._closed else None
+                if job is None and background is None:
+                    return  # closed, and every queued job ran
+            if job is not None:
+                self._execute(job)
+            elif background is not None:
+                self._turn(background)
+
+    def _turn(self, background: Background) -> None:
+        try:
+            background.turn()
+        except BaseException as exc:  # the application hears it; turns wait for it to
+            with self._cond:
+                self._paused = True
+            try:
+                self._loop.call_soon_threadsafe(background.on_error, exc)
+            except RuntimeError:  # the loop is closed: nobody to tell
+                log.debug("the event loop closed before a background error reached it: %r", exc)
 
     def _execute(self, job: Job[Any]) -> None:
         try:

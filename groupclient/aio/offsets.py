@@ -2,22 +2,28 @@
 
 The methods that are not coroutines act at once from the loop through ``AnyThreadAccess`` (one
 step under the subscription's lock); the coroutines are jobs of the consumer thread, each bounded
-(API_TIMEOUT_MS, Java's default.api.timeout.ms) so that no job holds the thread for ever.
+(API_TIMEOUT_MS, Java's default.api.timeout.ms) so that no job holds the thread for ever.  Every
+call checks its arguments and the consumer's state first, with aiokafka's error classes:
+TypeError for a partition that is not a TopicPartition, IllegalStateError for one not assigned,
+ValueError for a bad offset, IllegalOperation without a group_id.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from ..consumer.any_thread import AnyThreadAccess
 from ..consumer.group_consumer import GroupConsumer
 from ..consumer.queries import check_partition
-from ..errors import IllegalStateError
-from ..structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+from ..errors import ArgumentTypeError, IllegalStateError, KafkaTimeoutError, UnassignedPartitionError
+from ..structs import OffsetAndMetadata, TopicPartition
 from .consumer_thread import ConsumerThread
 from .errors import IllegalOperation
 from .record_buffer import RecordBuffer
+from .structs import OffsetAndTimestamp
+from .subscribing import Mode
 
 T = TypeVar("T")
 
@@ -30,6 +36,7 @@ class AsyncOffsets:
     _buffer: RecordBuffer
     _access: AnyThreadAccess | None
     _group_id: str | None
+    _mode: Mode
 
     def _running(self) -> tuple[GroupConsumer, AnyThreadAccess, ConsumerThread]:
         raise NotImplementedError
@@ -48,21 +55,40 @@ class AsyncOffsets:
         access.seek(partition, offset)
         self._buffer.drop({partition})
 
-    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
-        """Read the partitions (all owned if none is given) from their first offset."""
-        self._buffer.drop(set(partitions) or None)  # before: what lands after the reset is good
-        await self._job(lambda c: c.seek_to_beginning(*partitions))
+    def _owned(self, partitions: tuple[TopicPartition, ...]) -> tuple[AnyThreadAccess, list[TopicPartition]]:
+        """The seek_to_*() calls' partitions (every one owned if none is given): TypeError for a
+        partition that is not a TopicPartition, IllegalStateError for one not owned (or when
+        none is)."""
+        wanted = [check_partition(tp) for tp in partitions]
+        _, access, _ = self._running()
+        owned = access.assignment()
+        if not owned:
+            raise IllegalStateError("no partition is assigned to this consumer")
+        foreign = set(wanted) - owned
+        if foreign:
+            raise UnassignedPartitionError(f"partitions not assigned to this consumer: {sorted(foreign)}")
+        return access, wanted or sorted(owned)
 
-    async def seek_to_end(self, *partitions: TopicPartition) -> None:
-        """Read the partitions (all owned if none is given) from their end."""
-        self._buffer.drop(set(partitions) or None)
-        await self._job(lambda c: c.seek_to_end(*partitions))
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> bool:
+        """Read the partitions (all owned if none is given) from their first offset, looked up
+        now: True once every position is known, False if it could not be within
+        request_timeout_ms or the partitions were taken away meanwhile (as aiokafka)."""
+        _, wanted = self._owned(partitions)
+        self._buffer.drop(set(wanted))  # before: what lands after the reset is good
+        return await self._job(lambda c: _positions_after(c, wanted, c.seek_to_beginning))
+
+    async def seek_to_end(self, *partitions: TopicPartition) -> bool:
+        """Read the partitions (all owned if none is given) from their end, looked up now (records
+        produced after this returns are read): True or False as for seek_to_beginning()."""
+        _, wanted = self._owned(partitions)
+        self._buffer.drop(set(wanted))
+        return await self._job(lambda c: _positions_after(c, wanted, c.seek_to_end))
 
     async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
         """Read the partitions (all owned if none is given) from their committed offsets; the
         offsets found (None where none is committed: that partition keeps its position)."""
-        _, access, _ = self._running()
-        wanted = [check_partition(tp) for tp in partitions] or sorted(access.assignment())
+        self._group("seek_to_committed")
+        _, wanted = self._owned(partitions)
         found: dict[TopicPartition, int | None] = {}
         for tp in wanted:
             offset = await self.committed(tp)
@@ -115,13 +141,15 @@ class AsyncOffsets:
         metadata)}`` or ``{tp: OffsetAndMetadata}``.  CommitFailedError if the group moved on;
         KafkaTimeoutError after API_TIMEOUT_MS of retries."""
         self._group("commit")
+        _, access, _ = self._running()
+        if self._mode is Mode.NONE:
+            raise IllegalStateError("commit() of a consumer neither subscribed nor assigned: nothing is its to commit")
         if offsets is None:
             await self._job(lambda c: c.commit(timeout_ms=API_TIMEOUT_MS))
             return
-        if not isinstance(offsets, dict):
+        if not isinstance(offsets, dict) or not offsets:
             raise ValueError(f"offsets must be a dict of TopicPartition to offsets, not {offsets!r}")
         converted = {check_partition(tp): _offset(value) for tp, value in offsets.items()}
-        _, access, _ = self._running()
         foreign = set(converted) - access.assignment()
         if foreign:  # as aiokafka
             raise IllegalStateError(f"commit() of partitions this consumer does not own: {sorted(foreign)}")
@@ -129,8 +157,8 @@ class AsyncOffsets:
 
     async def committed(self, partition: TopicPartition) -> int | None:
         """The group's committed offset of ``partition`` (None if none)."""
-        partition = check_partition(partition)
         self._group("committed")
+        partition = check_partition(partition)
         found = await self._job(lambda c: c.committed(partition, timeout_ms=API_TIMEOUT_MS))
         return found if isinstance(found, int) else None
 
@@ -145,9 +173,18 @@ class AsyncOffsets:
         return await self._job(lambda c: c.beginning_offsets(wanted, timeout_ms=API_TIMEOUT_MS))
 
     async def offsets_for_times(self, timestamps: dict[TopicPartition, int]) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        """The first offset at or after each timestamp (None past the end)."""
-        wanted = dict(timestamps)
-        return await self._job(lambda c: c.offsets_for_times(wanted, timeout_ms=API_TIMEOUT_MS))
+        """The first offset at or after each timestamp (milliseconds; a float is cut to an int,
+        as aiokafka), as aiokafka's ``OffsetAndTimestamp(offset, timestamp)``; None past the
+        end.  ValueError for a negative timestamp."""
+        wanted: dict[TopicPartition, int] = {}
+        for tp, stamp in timestamps.items():
+            if isinstance(stamp, bool) or not isinstance(stamp, (int, float)):
+                raise ArgumentTypeError(f"the timestamp of {tp} must be a number of milliseconds, not {stamp!r}")
+            if stamp < 0:
+                raise ValueError(f"the target time for partition {tp} is {stamp}: it cannot be negative")
+            wanted[check_partition(tp)] = int(stamp)
+        found = await self._job(lambda c: c.offsets_for_times(wanted, timeout_ms=API_TIMEOUT_MS))
+        return {tp: None if hit is None else OffsetAndTimestamp(hit.offset, hit.timestamp) for tp, hit in found.items()}
 
     async def topics(self) -> set[str]:
         """Every topic of the cluster (asked now)."""
@@ -159,11 +196,34 @@ class AsyncOffsets:
 
 
 def _offset(value: Any) -> OffsetAndMetadata:
-    """aiokafka's commit forms: an int, (offset, metadata) or an OffsetAndMetadata."""
+    """aiokafka's commit forms: an int, (offset, metadata) or an OffsetAndMetadata (aiokafka's
+    two fields or groupclient's three); TypeError for metadata that is not a string, ValueError
+    for anything else that is not a non-negative offset (aiokafka commits a negative one: the
+    group would then start that partition over by auto_offset_reset)."""
     if isinstance(value, OffsetAndMetadata):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return OffsetAndMetadata(value, "", -1)
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], int) and isinstance(value[1], str):
-        return OffsetAndMetadata(value[0], value[1], -1)
-    raise ValueError(f"an offset to commit is an int, (offset, metadata) or OffsetAndMetadata, not {value!r}")
+        offset, metadata, epoch = value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        offset, metadata, epoch = value, "", -1
+    elif isinstance(value, tuple) and len(value) == 2:
+        (offset, metadata), epoch = value, -1
+    else:
+        raise ValueError(f"an offset to commit is an int, (offset, metadata) or OffsetAndMetadata, not {value!r}")
+    if not isinstance(metadata, str):
+        raise ArgumentTypeError(f"the metadata of an offset to commit is a string, not {metadata!r}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"an offset to commit is a non-negative integer, not {offset!r}")
+    return OffsetAndMetadata(offset, metadata, epoch)
+
+
+def _positions_after(consumer: GroupConsumer, partitions: list[TopicPartition],
+                     seek: Callable[..., None]) -> bool:
+    """On the consumer thread: ``seek(*partitions)`` (to the beginning or the end), then their
+    positions looked up within request_timeout_ms; False if that ran out or they were taken away."""
+    seek(*partitions)
+    deadline = time.monotonic() + int(consumer.config["request_timeout_ms"]) / 1000
+    try:
+        for tp in partitions:
+            consumer.position(tp, timeout_ms=max(0, int((deadline - time.monotonic()) * 1000)))
+    except (KafkaTimeoutError, UnassignedPartitionError):
+        return False
+    return True

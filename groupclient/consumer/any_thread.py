@@ -33,6 +33,10 @@ class AnyThreadAccess:
         lock; a member that left for not polling joins again)."""
         self._note_poll()
 
+    def wake(self) -> None:
+        """End the owner thread's wait for network events at once (it has work waiting)."""
+        self._client.interrupt()
+
     def hold(self, partitions: set[TopicPartition]) -> None:
         """Fetch none of these (the caller buffers plenty of their records) until the next hold()."""
         self._subscription.hold(partitions)

@@ -168,7 +168,7 @@ def _decode(b: bytes, sections: list[tuple[int, ...]], fetch_offset: int, topic:
                 value_start = p
                 if value_len > 0:
                     p += value_len
-                record_headers: Headers = []
+                record_headers: list[tuple[str, bytes | None]] = []
                 if b[p] == 0:  # no headers: the usual case
                     p += 1
                 else:

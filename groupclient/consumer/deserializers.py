@@ -54,14 +54,14 @@ def bind(name: str, value: Any, topic: str) -> Deserializer:
     if method is None:
         plain = value
 
-        def call_plain(data: bytes, headers: Headers) -> Any:
+        def call_plain(data: bytes | None, headers: Headers) -> Any:
             return plain(data)
         return call_plain
     if _positional_count(name, method) == 3:
-        def call_with_headers(data: bytes, headers: Headers) -> Any:
+        def call_with_headers(data: bytes | None, headers: Headers) -> Any:
             return method(topic, headers, data)
         return call_with_headers
 
-    def call_without_headers(data: bytes, headers: Headers) -> Any:
+    def call_without_headers(data: bytes | None, headers: Headers) -> Any:
         return method(topic, data)
     return call_without_headers

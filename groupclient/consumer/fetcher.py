@@ -53,6 +53,7 @@ class FetchConfig:
     check_crcs: bool
     key_deserializer: UserDeserializer
     value_deserializer: UserDeserializer
+    aiokafka_records: bool = False  # records as aiokafka makes them (groupclient.aio; records.decode_batches)
 
 
 class CompletedFetch:
@@ -88,7 +89,8 @@ class CompletedFetch:
             self._batches = decode_batches(
                 self._data, self.fetch_offset, tp.topic, tp.partition,
                 bind("key_deserializer", config.key_deserializer, tp.topic),
-                bind("value_deserializer", config.value_deserializer, tp.topic), config.check_crcs)
+                bind("value_deserializer", config.value_deserializer, tp.topic), config.check_crcs,
+                config.aiokafka_records)
         return self._batches
 
     def _next_record_ready(self) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..clock import Clock
+from ..clock import Clock, Timer
 from ..member.any_member import AnyMember
 from ..member.heartbeat_thread import HeartbeatThread
 from ..member.join import GroupJoin
@@ -37,4 +37,10 @@ class ConsumerParts:
     _iterator: Any
 
     def _ensure_open(self) -> None:
+        raise NotImplementedError
+
+    def _raise_pending(self) -> None:
+        raise NotImplementedError
+
+    def _positions_known_in_time(self, timer: Timer) -> bool:
         raise NotImplementedError

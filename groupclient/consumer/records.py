@@ -10,7 +10,7 @@ batches (transaction markers) hold no records.  Older message formats go through
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from ..structs import ConsumerRecord
@@ -33,10 +33,12 @@ _MAGIC_AT = 16  # the magic byte, at the same place in every format (batch or me
 _LAST_DELTA = struct.Struct(">i")  # at byte 23 of a v2 batch
 _COMPRESSION_MASK, _TIMESTAMP_TYPE_MASK, _CONTROL_MASK = 0x07, 0x08, 0x20
 
-Headers = list[tuple[str, "bytes | None"]]
+# a list, as kafka-python's records have them; a tuple in records made as aiokafka's
+Headers = Sequence[tuple[str, "bytes | None"]]
 # a configured key or value deserializer bound to one topic: called with the bytes and the
-# record's headers, never with None (a missing key or value stays None)
-Deserializer = Callable[[bytes, Headers], Any] | None
+# record's headers; with None for a missing key or value only for records made as aiokafka makes
+# them (``aiokafka``: groupclient.aio), else a missing one stays None
+Deserializer = Callable[[bytes | None, Headers], Any] | None
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -138,17 +140,21 @@ def sections(buf: bytes, fetch_offset: int, topic: str, partition: int, check_cr
 
 
 def decode_batches(data: bytes, fetch_offset: int, topic: str, partition: int, kd: Deserializer,
-                   vd: Deserializer, check_crcs: bool) -> Iterator[list[ConsumerRecord]]:
+                   vd: Deserializer, check_crcs: bool, aiokafka: bool = False) -> Iterator[list[ConsumerRecord]]:
     """The records of ``data`` from ``fetch_offset`` on, a list per record batch (a batch is
-    decoded in one call: no generator step per record)."""
+    decoded in one call: no generator step per record).  ``aiokafka``: records as aiokafka
+    makes them: the deserializers are called with None for a missing key or value too, and the
+    headers are a tuple (the empty one when there are none), so a record of bytes, strings and
+    numbers holds no container the garbage collector must follow: the first young collection
+    stops tracking it, and records waiting in a buffer do not pile up into full collections."""
     buf = bytes(data)  # no copy when it is bytes already
     for s in sections(buf, fetch_offset, topic, partition, check_crcs):
         if s.magic < 2:
             yield _legacy_batch(s.records[s.start:s.stop], s.magic, fetch_offset, topic, partition, kd, vd,
-                                check_crcs)
+                                check_crcs, aiokafka)
         else:
             yield _decode_v2(s.records, s.start, s.record_count, s.base_offset, s.epoch, s.base_ts, s.max_ts,
-                             s.attributes, fetch_offset, topic, partition, kd, vd)
+                             s.attributes, fetch_offset, topic, partition, kd, vd, aiokafka)
 
 
 # Zigzag values of the one- and two-byte varints, indexed by their 7 and 14 payload bits: most of a
@@ -162,7 +168,7 @@ _new_tuple = tuple.__new__
 
 def _decode_v2(b: bytes, p: int, count: int, base_offset: int, epoch: int, base_ts: int, max_ts: int,
                attributes: int, fetch_offset: int, topic: str, partition: int, kd: Deserializer,
-               vd: Deserializer) -> list[ConsumerRecord]:
+               vd: Deserializer, aiokafka: bool = False) -> list[ConsumerRecord]:
     """The ``count`` records of a v2 batch whose records start at ``b[p]``.
 
     The hot loop of a consumer, written out by hand: varints are decoded inline (a function call
@@ -222,11 +228,12 @@ def _decode_v2(b: bytes, p: int, count: int, base_offset: int, epoch: int, base_
             p += value_len
         else:
             value = None
-        headers: Headers = []
         header_size = -1
         if b[p] == 0:  # no headers: the usual case
             p += 1
+            headers: Headers = () if aiokafka else []
         else:
+            found: list[tuple[str, bytes | None]] = []
             header_count, p = _varint(b, p)
             header_size = 0
             for _ in range(header_count):
@@ -237,19 +244,20 @@ def _decode_v2(b: bytes, p: int, count: int, base_offset: int, epoch: int, base_
                 hv = None
                 if hv_len >= 0:
                     hv, p = b[p : p + hv_len], p + hv_len
-                headers.append((hk, hv))
+                found.append((hk, hv))
                 header_size += hk_len + max(hv_len, 0)
+            headers = tuple(found) if aiokafka else found
         offset = base_offset + offset_delta
         if offset < fetch_offset:
             continue
         # the deserializers are the application's code: a failure names the record (no cost
         # when nothing is raised)
         try:
-            k = key if kd is None or key is None else kd(key, headers)
+            k = key if kd is None or (key is None and not aiokafka) else kd(key, headers)
         except Exception as exc:
             raise _undeserializable(topic, partition, offset, "key", exc, out) from exc
         try:
-            v = value if vd is None or value is None else vd(value, headers)
+            v = value if vd is None or (value is None and not aiokafka) else vd(value, headers)
         except Exception as exc:
             raise _undeserializable(topic, partition, offset, "value", exc, out) from exc
         append(new(record_cls, (
@@ -259,7 +267,7 @@ def _decode_v2(b: bytes, p: int, count: int, base_offset: int, epoch: int, base_
 
 
 def _legacy_batch(raw: bytes, magic: int, fetch_offset: int, topic: str, partition: int, kd: Deserializer,
-                  vd: Deserializer, check_crcs: bool) -> list[ConsumerRecord]:
+                  vd: Deserializer, check_crcs: bool, aiokafka: bool = False) -> list[ConsumerRecord]:
     """One message of the old formats (or a compressed wrapper of several), by kafka-python."""
     batch = LegacyRecordBatch(raw, magic)
     if check_crcs and not batch.validate_crc():  # before iterating: that decompresses the wrapper
@@ -269,13 +277,14 @@ def _legacy_batch(raw: bytes, magic: int, fetch_offset: int, topic: str, partiti
     for r in batch:
         if r.offset < fetch_offset:
             continue
-        key, value, headers = r.key, r.value, list(r.headers)
+        key, value = r.key, r.value
+        headers: Headers = tuple(r.headers) if aiokafka else list(r.headers)
         try:
-            k = kd(key, headers) if kd is not None and key is not None else key
+            k = kd(key, headers) if kd is not None and (key is not None or aiokafka) else key
         except Exception as exc:
             raise _undeserializable(topic, partition, r.offset, "key", exc, out) from exc
         try:
-            v = vd(value, headers) if vd is not None and value is not None else value
+            v = vd(value, headers) if vd is not None and (value is not None or aiokafka) else value
         except Exception as exc:
             raise _undeserializable(topic, partition, r.offset, "value", exc, out) from exc
         out.append(ConsumerRecord(

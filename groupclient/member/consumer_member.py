@@ -328,6 +328,11 @@ class ConsumerGroupMember(Coordinated, LossBookkeeping):
             lambda r, f: self._handle_heartbeat(r, f, stated, sent_epoch, sent_at))
         return handled.add_errback(self.note_failure)
 
+    def poll_timed_out(self, now: int) -> bool:
+        """The application has not polled within max_poll_interval_ms."""
+        with self._lock:
+            return not self._last_poll_ok(now)
+
     def _last_poll_ok(self, now: int) -> bool:
         """Callers hold the lock: whether the application polled within the poll interval."""
         return now - self._last_poll < self.config.rebalance_timeout_ms

@@ -264,6 +264,11 @@ class GroupMember(Coordinated, LossBookkeeping):
         with self._lock:
             self.heartbeat.poll(now)
 
+    def poll_timed_out(self, now: int) -> bool:
+        """The application has not polled within max_poll_interval_ms."""
+        with self._lock:
+            return self.heartbeat.poll_timeout_expired(now)
+
     def send_heartbeat_if_due(self, now: int) -> RequestFuture[None] | None:
         """Send a heartbeat if one is due (either thread: the application's poll sends a due one
         too, as the heartbeat thread may be asleep until later).  Whether it is due and marking

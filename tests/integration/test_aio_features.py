@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import uuid
 from typing import Any
 
 import pytest
+from kafka.admin import KafkaAdminClient, NewTopic
 
 from groupclient.aio import AsyncGroupConsumer, ConsumerRebalanceListener
 from groupclient.aio.structs import TopicPartition
@@ -139,3 +141,50 @@ async def test_interceptors_run_on_the_consumer_thread_and_rebalance_events_on_t
     assert consumed_on and loop_thread not in consumed_on
     assert events and {thread for _, thread in events} == {loop_thread}
     assert events[0][0].assigned == {TopicPartition("hooks", 0), TopicPartition("hooks", 1)}
+
+
+async def test_a_consumer_protocol_group_lives_in_the_background(kip848_bootstrap: str) -> None:
+    """KIP-848 (group_protocol='consumer'), on the embedded coordinator and on Apache Kafka: start()
+    returns once the first assignment is reconciled (a new topic's partitions may come in a second
+    one: both brokers first answer an empty target), a second member gets its share and the first
+    gives it up without either fetching, and a listener hears it all."""
+    topic, group = f"bg848-{uuid.uuid4().hex[:8]}", f"bg848-g-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=kip848_bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, 4, 1)])
+    finally:
+        admin.close()
+    heard: list[tuple[str, frozenset[int]]] = []
+
+    class Listener(ConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked: Any) -> None:
+            heard.append(("revoked", frozenset(tp.partition for tp in revoked)))
+
+        async def on_partitions_assigned(self, assigned: Any) -> None:
+            heard.append(("assigned", frozenset(tp.partition for tp in assigned)))
+
+    settings = dict(bootstrap_servers=kip848_bootstrap, group_id=group, group_protocol="consumer")
+    first = AsyncGroupConsumer(**settings)
+    first.subscribe([topic], listener=Listener())
+    second = AsyncGroupConsumer(topic, **settings)
+    try:
+        await asyncio.wait_for(first.start(), 60)
+        assert heard and heard[0][0] == "assigned", heard
+        assert await waited(lambda: len(first.assignment()) == 4), first.assignment()
+        await asyncio.wait_for(second.start(), 60)
+        assert await waited(lambda: len(first.assignment()) == len(second.assignment()) == 2), (
+            first.assignment(), second.assignment())
+        assert not first.assignment() & second.assignment()
+        assert ("assigned", frozenset({0, 1, 2, 3})) in heard, heard
+        assert any(kind == "revoked" and len(moved) == 2 for kind, moved in heard), heard
+    finally:
+        await second.stop()
+        await first.stop()
+
+
+async def waited(condition: Any, timeout_s: float = 60) -> bool:
+    """Sleep (no fetching) until ``condition()`` holds or ``timeout_s`` passed."""
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    return bool(condition())

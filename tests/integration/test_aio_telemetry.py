@@ -346,8 +346,10 @@ def test_without_the_api_nothing_of_opentelemetry_is_imported() -> None:
         from groupclient.aio import AsyncGroupConsumer
 
         async def main():
-            consumer = AsyncGroupConsumer("t", bootstrap_servers="127.0.0.1:9", api_version=(2, 5), group_id="g")
-            await consumer.start()
+            consumer = AsyncGroupConsumer(bootstrap_servers="127.0.0.1:9", api_version=(2, 5), group_id="g")
+            await consumer.start()  # nothing subscribed: it waits for no assignment (no broker answers)
+            consumer.subscribe(["t"])  # the group is tried in the background
+            await asyncio.sleep(0.3)
             assert consumer._telemetry is None
             await consumer.stop()
 
