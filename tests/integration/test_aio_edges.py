@@ -14,6 +14,7 @@ import pytest
 from groupclient import RebalanceListenerError, RecordDeserializationError
 from groupclient.aio import AsyncGroupConsumer, ConsumerRebalanceListener
 from groupclient.aio.errors import ConsumerStoppedError, IllegalStateError
+from groupclient.aio.fetch_jobs import FETCH_BATCHES
 from groupclient.aio.structs import TopicPartition
 from groupclient.coordinator import EmbeddedCluster
 from tests.integration.test_aio_features import FAST
@@ -185,8 +186,12 @@ async def test_unsubscribe_then_assign_or_subscribe_at_once(quick_sessions: Embe
 
 async def test_position_is_the_next_record_handed_out_while_the_thread_fetches_ahead(
         quick_sessions: EmbeddedCluster) -> None:
+    # a getmany() hands out what the buffer holds: up to two fetch jobs' worth (the one it waited
+    # for and the one fetched ahead, 2 x 2000 records with the defaults), and the getone() after
+    # it one more; 5 rounds of 4,001 took all of 20,000 records, and the last getone() waited for
+    # a record that would never come (it hung a CI run on a loaded machine)
     quick_sessions.create_topic("pos", 1)
-    quick_sessions.produce("pos", [b"p"] * 20_000)
+    quick_sessions.produce("pos", [b"p"] * 25_000)
     tp = TopicPartition("pos", 0)
     c = consumer(quick_sessions, group_id="pos")
     await c.start()
@@ -194,10 +199,10 @@ async def test_position_is_the_next_record_handed_out_while_the_thread_fetches_a
         c.assign([tp])
         for _ in range(5):  # everything buffered each time: the next fetch starts at once, ahead
             handed = (await c.getmany(timeout_ms=5000)).get(tp, [])
-            assert handed
+            assert 0 < len(handed) <= 2 * FETCH_BATCHES * 500
             position = await c.position(tp)
             assert position == handed[-1].offset + 1
-            assert (await c.getone()).offset == position
+            assert (await asyncio.wait_for(c.getone(), 10)).offset == position
     finally:
         await c.stop()
 
