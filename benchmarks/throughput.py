@@ -53,6 +53,10 @@ groupclient-iter-otel-off/groupclient-iter (zero cost without a provider: ~1.0).
 links (at most 128 per poll span, the SDK's limit); the tables say whether it was on, and each run
 of an SDK variant prints the spans, links and metric exports its exporters dropped.
 
+groupclient-py and groupclient-aio-py (--clients; not by default): groupclient and groupclient-aio
+on the pure-Python record path (GROUPCLIENT_RECORD_PATH=python in their worker), beside the
+compiled one (groupclient/consumer/record_path.py); each run's JSON has the record_path it ran.
+
 --rebalance: in each asyncio client's drain, another member joins the group at the third of the
 records and leaves a second later, so the steady span has two rebalances (throughput_worker.py);
 use enough records for the steady span to last a few seconds (--mb 150 --max-records 2000000).
@@ -125,16 +129,21 @@ DEFAULT_CLIENTS = ("groupclient", "kafka-python", "confluent-kafka", "groupclien
 # groupclient's OpenTelemetry variants (throughput_worker.VARIANTS), only when asked for
 OTEL_CLIENTS = ("groupclient-otel-off", "groupclient-otel-poll", "groupclient-iter", "groupclient-iter-otel-off",
                 "groupclient-otel-record")
-CLIENTS = DEFAULT_CLIENTS + OTEL_CLIENTS
-ASYNC_CLIENTS = ("groupclient-aio", "aiokafka")
+# groupclient on its pure-Python record path (GROUPCLIENT_RECORD_PATH=python in the worker), the
+# column beside the compiled path's
+PURE_PYTHON = {"groupclient-py": "groupclient", "groupclient-aio-py": "groupclient-aio"}
+CLIENTS = DEFAULT_CLIENTS + OTEL_CLIENTS + tuple(PURE_PYTHON)
+ASYNC_CLIENTS = ("groupclient-aio", "aiokafka", "groupclient-aio-py")
 SHORT = {"groupclient": "gc", "kafka-python": "kp", "confluent-kafka": "ck", "groupclient-aio": "gca",
          "aiokafka": "ak", "groupclient-otel-off": "gc-off", "groupclient-otel-poll": "gc-op",
-         "groupclient-iter": "gc-it", "groupclient-iter-otel-off": "gc-it-off", "groupclient-otel-record": "gc-or"}
+         "groupclient-iter": "gc-it", "groupclient-iter-otel-off": "gc-it-off", "groupclient-otel-record": "gc-or",
+         "groupclient-py": "gc-py", "groupclient-aio-py": "gca-py"}
 # (ours, theirs): steady records/s (and CPU per record) of ours / theirs, per cell
 RATIOS = (("groupclient", "kafka-python"), ("groupclient", "confluent-kafka"), ("groupclient-aio", "aiokafka"),
           ("groupclient-aio", "groupclient"), ("groupclient-otel-poll", "groupclient"),
           ("groupclient-otel-record", "groupclient-iter"), ("groupclient-otel-off", "groupclient"),
-          ("groupclient-iter-otel-off", "groupclient-iter"))
+          ("groupclient-iter-otel-off", "groupclient-iter"), ("groupclient", "groupclient-py"),
+          ("groupclient-aio", "groupclient-aio-py"), ("groupclient-aio-py", "aiokafka"))
 # the issue's target for the poll spans and metrics: at most 10% fewer records/s than groupclient
 OTEL_POLL_TARGET = 0.90
 LAG_KEYS = ("loop_lag_p50_ms", "loop_lag_p99_ms", "loop_lag_max_ms")
@@ -278,13 +287,15 @@ def run_client(client: str, bootstrap: str, topic: str, records: int, broker_pid
     ``timeout_s`` (the worker gives up itself at ``timeout_s``, reporting how far it got)."""
     with tempfile.TemporaryFile() as stderr:
         broker0 = cpu_seconds(broker_pid)
+        env = {**os.environ, "GROUPCLIENT_RECORD_PATH": "python"} if client in PURE_PYTHON else None
         child = subprocess.Popen(
-            [sys.executable, str(WORKER), client, bootstrap, topic, str(records), "--broker-pid", str(broker_pid),
+            [sys.executable, str(WORKER), PURE_PYTHON.get(client, client), bootstrap, topic, str(records),
+             "--broker-pid", str(broker_pid),
              "--timeout-s", str(timeout_s), "--max-poll-records", str(args.max_poll_records),
              "--confluent-config", json.dumps(args.confluent_config), *([] if args.loop_lag else ["--no-loop-lag"]),
              *(["--gc-freeze"] if args.gc_freeze else []),
              *(["--rebalance"] if args.rebalance and client in ASYNC_CLIENTS else [])],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env)
         assert child.stdin is not None and child.stdout is not None
         result: dict[str, Any] = {"ok": False, "error": "interrupted"}
         try:
@@ -536,7 +547,7 @@ def main() -> int:
     parser.add_argument("--partitions", type=listed(int), default=None, help="default 6,60")
     parser.add_argument("--clients", type=listed(str), default=list(DEFAULT_CLIENTS),
                         help=f"default {','.join(DEFAULT_CLIENTS)}; also {','.join(OTEL_CLIENTS)} "
-                             "(otel: groupclient and all of these)")
+                             f"(otel: groupclient and all of these), and {','.join(PURE_PYTHON)}")
     parser.add_argument("--mb", type=float, default=None, help="value megabytes per cell (default 60)")
     parser.add_argument("--min-records", type=int, default=None, help="default 20000")
     parser.add_argument("--max-records", type=int, default=1_000_000)

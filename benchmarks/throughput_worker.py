@@ -554,6 +554,10 @@ def main() -> int:
         if VARIANTS.get(args.client, (False, ""))[1] == "absent":
             block_opentelemetry()
         result = drain(args)
+        if args.client.startswith("groupclient"):
+            from groupclient.consumer import record_path
+
+            result["record_path"] = record_path.active()
     except Exception as exc:  # reported to the parent as a failed run, with the traceback on stderr
         traceback.print_exc()
         result = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .consumer import record_path
 from .version import __version__
 from .cli_args import add_logging_options, non_negative_int, port, positive_float, positive_int, topic
 
@@ -23,8 +24,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="groupclient", description="Kafka's consumer groups (the classic "
                                      "and the consumer group protocol) in pure Python: a group consumer, an "
                                      "embedded coordinator, group tools.")
-    parser.add_argument("--version", action="version", version=f"groupclient {__version__}",
-                        help="print the version and exit")
+    parser.add_argument("--version", action="version", version=f"groupclient {__version__}, {record_path.describe()}",
+                        help="print the version and which record path decodes (compiled or Python), and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      help="run `groupclient COMMAND --help` for its options")
 

@@ -62,6 +62,15 @@ def floor_pins(extras: tuple[str, ...] = ("test", "spark", "otel", "bench")) -> 
     return pins
 
 
+def build_pins() -> list[str]:
+    """``name==lowest`` for every requirement of pyproject.toml's [build-system]: the floor
+    environment builds groupclient (and its compiled record path) with them, not with the newest
+    that build isolation would fetch."""
+    build = pyproject()["build-system"]
+    assert isinstance(build, dict)
+    return [f"{Requirement(text).name}=={lowest(Requirement(text).specifier)}" for text in build["requires"]]
+
+
 def python_floor() -> str:
     project = pyproject()["project"]
     assert isinstance(project, dict)
@@ -96,9 +105,10 @@ def environment(python: Path, pins: list[str]) -> Path:
         pip = [str(interpreter), "-m", "pip", "--disable-pip-version-check", "install", "-q"]
         subprocess.run([*pip, "--prefer-binary", *pins], check=True)  # pyspark is published as a source archive
         (home / "ready").write_text("\n".join(pins) + "\n")
-    # groupclient itself, from this checkout, every time (the checkout may have moved)
+    # groupclient itself, from this checkout, every time (the checkout may have moved), built by
+    # the lowest build requirements (pins holds them: environment(python, floor_pins() + build_pins()))
     subprocess.run([str(interpreter), "-m", "pip", "--disable-pip-version-check", "install", "-q", "--no-deps",
-                    "-e", str(ROOT)], check=True)
+                    "--no-build-isolation", "-e", str(ROOT)], check=True)
     return interpreter
 
 
@@ -118,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.floors", description=__doc__.splitlines()[0])
     parser.add_argument("--pins", action="store_true", help="only print the pins")
     args = parser.parse_args(argv)
-    pins = floor_pins()
+    pins = floor_pins() + build_pins()
     print(f"python {python_floor()}")
     print("\n".join(pins))
     if args.pins:

@@ -15,7 +15,7 @@ import tempfile
 import pytest
 from packaging.requirements import Requirement
 
-from tests.floors import ROOT, _normal, environment, find_python, floor_pins, installed, python_floor
+from tests.floors import ROOT, _normal, build_pins, environment, find_python, floor_pins, installed, python_floor
 
 pytestmark = pytest.mark.integration
 
@@ -37,14 +37,14 @@ def interpreter() -> str:
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
-    return str(environment(python, floor_pins()))
+    return str(environment(python, floor_pins() + build_pins()))
 
 
 def test_the_environment_has_exactly_the_declared_floors(interpreter: str) -> None:
     """The floor environment holds groupclient with its spark extra, each at its lowest version:
     what "docs/spark.md: pip install 'groupclient[spark]'" installs, at the floors."""
     have = installed(interpreter)
-    for pin in floor_pins():
+    for pin in floor_pins() + build_pins():
         requirement = Requirement(pin)
         if requirement.marker is not None and not requirement.marker.evaluate():
             continue

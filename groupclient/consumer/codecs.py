@@ -36,12 +36,32 @@ def _gzip(data: bytes) -> bytes:
     return _inflate(data, 16 + zlib.MAX_WBITS)
 
 
+# The most output a byte of input can give: lz4's matches extend by 255 bytes a byte; snappy's
+# largest copy is 64 bytes for 3.  A frame that declares more cannot be what it says, and the
+# decompressors would allocate what it declares first (a damaged header asked for gigabytes).
+LZ4_MOST_PER_BYTE, SNAPPY_MOST_PER_BYTE = 256, 22
+_LZ4_MAGIC = b"\x04\x22\x4d\x18"
+
+
+def lz4_declared_size(data: bytes) -> int:
+    """The content size an lz4 frame's header declares, or -1 when it declares none."""
+    if len(data) >= 14 and data[:4] == _LZ4_MAGIC and data[4] & 0x08:
+        return int.from_bytes(data[6:14], "little")
+    return -1
+
+
 def _load_lz4() -> Callable[[bytes], bytes] | None:
     try:
         import lz4.frame
     except ImportError:
         return None
-    decompress: Callable[[bytes], bytes] = lz4.frame.decompress
+    frame_decompress: Callable[[bytes], bytes] = lz4.frame.decompress
+
+    def decompress(data: bytes) -> bytes:
+        declared = lz4_declared_size(data)
+        if declared > LZ4_MOST_PER_BYTE * len(data):
+            raise ValueError(f"an lz4 frame of {len(data)} bytes declares {declared} bytes of content")
+        return frame_decompress(data)
     return decompress
 
 
@@ -65,9 +85,48 @@ def _load_snappy() -> Callable[[bytes], bytes] | None:
 
     if not codec.has_snappy():
         return None
+    import snappy
+
     # Kafka's Java producer writes xerial-framed snappy; kafka-python's decoder reads both forms
+    # (each raw block through snappy.decompress, checked here first)
+    raw_decompress: Callable[[bytes], bytes] = snappy.decompress
     decode: Callable[[Any], bytes] = codec.snappy_decode
-    return decode
+
+    def checked(block: bytes) -> bytes:
+        declared = _snappy_declared_size(block)
+        if declared > SNAPPY_MOST_PER_BYTE * len(block) + 32:
+            raise ValueError(f"a snappy block of {len(block)} bytes declares {declared} bytes of content")
+        return raw_decompress(block)
+
+    def decompress(data: bytes) -> bytes:
+        if codec._detect_xerial_stream(data):
+            return decode_xerial(data, checked)
+        return checked(data)
+    return decompress
+
+
+def decode_xerial(data: bytes, raw: Callable[[bytes], bytes]) -> bytes:
+    """xerial's framing (kafka.codec.snappy_decode's): a 16-byte header, then blocks of a 4-byte
+    big-endian length and a raw snappy block."""
+    out, cursor, end = [], 16, len(data)
+    while cursor < end:
+        if cursor + 4 > end or (size := int.from_bytes(data[cursor:cursor + 4], "big", signed=True)) < 0:
+            raise ValueError(f"a xerial snappy block length at byte {cursor} is cut short or negative")
+        cursor += 4
+        out.append(raw(data[cursor:cursor + size]))
+        cursor += size
+    return b"".join(out)
+
+
+def _snappy_declared_size(block: bytes) -> int:
+    """The uncompressed length a raw snappy block begins with (a varint), or -1 if unreadable."""
+    value, shift = 0, 0
+    for byte in block[:5]:
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value
+        shift += 7
+    return -1
 
 
 _DECOMPRESS: dict[int, Callable[[bytes], bytes] | None] = {GZIP: _gzip}

@@ -175,6 +175,8 @@ def _decode(b: bytes, sections: list[tuple[int, ...]], fetch_offset: int, topic:
                     header_count, p = _varint(b, p)
                     for _ in range(header_count):
                         hk_len, p = _varint(b, p)
+                        if hk_len < 0:  # it would step back over what was read, again and again
+                            raise ValueError(f"a header key of length {hk_len}")
                         hk = b[p : p + hk_len].decode()
                         p += hk_len
                         hv_len, p = _varint(b, p)

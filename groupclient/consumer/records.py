@@ -1,6 +1,12 @@
 """Decoding fetched record batches into ``ConsumerRecord``s.
 
-v2 batches are decoded by a tight loop here (the hot path of a consumer): a compressed batch is
+Two paths decode v2 batches into the same records (record_path.py chooses): the compiled one
+(native/, a batch per call) where it is installed, and this module's pure Python.  The compiled
+path hands any batch it does not take (an old message format, a CRC mismatch, an unknown codec,
+malformed records) to the Python path, which decodes it or raises its error: the same input gives
+the same records and the same errors on both.
+
+In Python, v2 batches are decoded by a tight loop here (the hot path of a consumer): a compressed batch is
 decompressed once (codecs.py) and its records sliced out of the result like an uncompressed
 batch's, so the only per-record copies are the key and value the application gets.  Control
 batches (transaction markers) hold no records.  Older message formats go through kafka-python's
@@ -19,10 +25,11 @@ from kafka.record.util import calc_crc32c
 from ..structs import TopicPartition
 
 from ..error_codes import ErrorCode
-from ..errors import BrokerError, RecordDeserializationError
+from ..errors import BrokerError, RecordDeserializationError, UnsupportedCodecError
 from ..protocol.apis import ApiKey
 from ..protocol.error_table import error_for
-from .codecs import decompress
+from . import record_path
+from .codecs import NAMES, decompress
 
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
 # baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordCount
@@ -32,6 +39,9 @@ _BASE_AND_LENGTH = struct.Struct(">qi")
 _MAGIC_AT = 16  # the magic byte, at the same place in every format (batch or message)
 _LAST_DELTA = struct.Struct(">i")  # at byte 23 of a v2 batch
 _COMPRESSION_MASK, _TIMESTAMP_TYPE_MASK, _CONTROL_MASK = 0x07, 0x08, 0x20
+# the shortest a batch can say it is (its length field counts what follows it): an old-format
+# message's fixed fields; a shorter one cannot be stepped over
+_SHORTEST = 14
 
 # a list, as kafka-python's records have them; a tuple in records made as aiokafka's
 Headers = Sequence[tuple[str, "bytes | None"]]
@@ -55,6 +65,8 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         if byte < 0x80:
             return (value >> 1) ^ -(value & 1), pos
         shift += 7
+        if shift >= 70:
+            raise ValueError(f"a varint of more than ten bytes at byte {pos - 10}")
 
 
 def next_offset(data: bytes, fetch_offset: int) -> int:
@@ -64,10 +76,12 @@ def next_offset(data: bytes, fetch_offset: int) -> int:
     while pos + _MAGIC_AT + 1 <= end:
         base_offset, length = _BASE_AND_LENGTH.unpack_from(data, pos)
         batch_end = pos + 12 + length
-        if batch_end > end:
-            break
+        if batch_end > end or length < _SHORTEST:
+            break  # a partial batch; or a malformed one, which decoding reports
         if data[pos + _MAGIC_AT] < 2:  # an old-format message: its offset is its last record's
             found = max(found, base_offset + 1)
+        elif batch_end < pos + _HEADER.size:
+            break  # shorter than its header: decoding reports it
         else:
             found = max(found, base_offset + _LAST_DELTA.unpack_from(data, pos + 23)[0] + 1)
         pos = batch_end
@@ -99,17 +113,20 @@ class Section(NamedTuple):
     attributes: int = 0
 
 
-def sections(buf: bytes, fetch_offset: int, topic: str, partition: int, check_crcs: bool) -> Iterator[Section]:
-    """The batches of ``buf`` with records from ``fetch_offset`` on, in order: CRCs checked when
-    asked (a mismatch raises, after the batches before it), transaction markers and a partial
-    batch at the end left out, compressed records sections decompressed as they come.  What both
-    decoders (records here, columns in columns.py) walk."""
-    pos, end = 0, len(buf)
+def sections(buf: bytes, fetch_offset: int, topic: str, partition: int, check_crcs: bool,
+             start: int = 0) -> Iterator[Section]:
+    """The batches of ``buf`` from byte ``start`` on with records from ``fetch_offset`` on, in
+    order: CRCs checked when asked (a mismatch raises, after the batches before it), transaction
+    markers and a partial batch at the end left out, compressed records sections decompressed as
+    they come.  What both decoders (records here, columns in columns.py) walk."""
+    pos, end = start, len(buf)
     while pos + _MAGIC_AT + 1 <= end:
         base_offset, length = _BASE_AND_LENGTH.unpack_from(buf, pos)
         batch_end = pos + 12 + length
         if batch_end > end:
             return  # a partial batch at the end of a fetch answer: fetched again next time
+        if length < _SHORTEST:
+            raise _corrupt(topic, partition, base_offset, f"says it is {length} bytes long, shorter than any batch")
         magic = buf[pos + _MAGIC_AT]
         if magic < 2:
             # the old formats (v0, v1: a broker before Kafka 4): a message, or a compressed
@@ -118,20 +135,22 @@ def sections(buf: bytes, fetch_offset: int, topic: str, partition: int, check_cr
                 yield Section(buf, pos, batch_end, magic)
             pos = batch_end
             continue
+        if batch_end < pos + _HEADER.size:
+            raise _corrupt(topic, partition, base_offset, f"says it is {length} bytes long, shorter than its header")
         (_, _, epoch, _, crc, attributes, last_delta, base_ts, max_ts, _, _, _,
          count) = _HEADER.unpack_from(buf, pos)
         if base_offset + last_delta < fetch_offset:
             pos = batch_end
             continue
         if check_crcs and calc_crc32c(memoryview(buf)[pos + _CRC_START:batch_end]) != crc:
-            raise _corrupt(topic, partition, base_offset)
+            raise _corrupt(topic, partition, base_offset, "does not match its CRC")
         if attributes & _CONTROL_MASK:
             pos = batch_end  # transaction markers are not records
             continue
         codec = attributes & _COMPRESSION_MASK
         if codec:
             # decompressed once; records are then sliced out of it like an uncompressed batch's
-            records = decompress(codec, buf[pos + _HEADER.size:batch_end])
+            records = _decompressed(codec, buf[pos + _HEADER.size:batch_end], topic, partition, base_offset)
             yield Section(records, 0, len(records), magic, count, base_offset, epoch, base_ts, max_ts, attributes)
         else:
             yield Section(buf, pos + _HEADER.size, batch_end, magic, count, base_offset, epoch, base_ts, max_ts,
@@ -145,16 +164,62 @@ def decode_batches(data: bytes, fetch_offset: int, topic: str, partition: int, k
     decoded in one call: no generator step per record).  ``aiokafka``: records as aiokafka
     makes them: the deserializers are called with None for a missing key or value too, and the
     headers are a tuple (the empty one when there are none), so a record of bytes, strings and
-    numbers holds no container the garbage collector must follow: the first young collection
-    stops tracking it, and records waiting in a buffer do not pile up into full collections."""
+    numbers holds no container the garbage collector must follow: the compiled path makes it
+    untracked, and records waiting in a buffer cost full collections nothing.  A batch that cannot
+    be decoded raises a CorruptRecordError naming the partition and the batch's offset, after the
+    batches before it (on either path)."""
     buf = bytes(data)  # no copy when it is bytes already
-    for s in sections(buf, fetch_offset, topic, partition, check_crcs):
+    native = record_path.CHOSEN
+    if native is None:
+        yield from _python_batches(buf, 0, fetch_offset, topic, partition, kd, vd, check_crcs, aiokafka)
+        return
+    pos = 0
+    while True:
+        # the compiled path (native/src/lib.rs): a batch per call, the same records as below
+        outcome, pos, found = native.decode_batch(buf, pos, fetch_offset, topic, partition, kd, vd, check_crcs,
+                                                  aiokafka, ConsumerRecord)
+        if outcome == native.RECORDS:
+            yield found
+        elif outcome == native.END:
+            return
+        elif outcome == native.DESERIALIZER:
+            offset, key_or_value, exc, before = found
+            raise _undeserializable(topic, partition, offset, key_or_value, exc, before) from exc
+        else:  # an old message format, a CRC mismatch, malformed records...: decoded or raised here
+            yield from _python_batches(buf, pos, fetch_offset, topic, partition, kd, vd, check_crcs, aiokafka)
+            return
+
+
+def _python_batches(buf: bytes, start: int, fetch_offset: int, topic: str, partition: int, kd: Deserializer,
+                    vd: Deserializer, check_crcs: bool, aiokafka: bool) -> Iterator[list[ConsumerRecord]]:
+    """The pure-Python path of :func:`decode_batches`, from byte ``start`` of ``buf`` on."""
+    for s in sections(buf, fetch_offset, topic, partition, check_crcs, start):
         if s.magic < 2:
             yield _legacy_batch(s.records[s.start:s.stop], s.magic, fetch_offset, topic, partition, kd, vd,
                                 check_crcs, aiokafka)
-        else:
-            yield _decode_v2(s.records, s.start, s.record_count, s.base_offset, s.epoch, s.base_ts, s.max_ts,
-                             s.attributes, fetch_offset, topic, partition, kd, vd, aiokafka)
+            continue
+        try:
+            batch = _decode_v2(s.records, s.start, s.stop, s.record_count, s.base_offset, s.epoch, s.base_ts,
+                               s.max_ts, s.attributes, fetch_offset, topic, partition, kd, vd, aiokafka)
+        except RecordDeserializationError:
+            raise
+        except (IndexError, ValueError) as exc:  # (UnicodeDecodeError is a ValueError)
+            raise _corrupt(topic, partition, s.base_offset, f"holds malformed records ({exc})") from exc
+        yield batch
+
+
+def _decompressed(codec: int, data: bytes, topic: str, partition: int, base_offset: int) -> bytes:
+    """A batch's records section decompressed; the batch is corrupt if its codec is none of
+    Kafka's or its data is not of that codec (a codec whose package is missing raises
+    UnsupportedCodecError: an installation to fix, not a batch)."""
+    if codec not in NAMES:
+        raise _corrupt(topic, partition, base_offset, f"says it is compressed with codec {codec}, which Kafka has not")
+    try:
+        return decompress(codec, data)
+    except UnsupportedCodecError:
+        raise
+    except Exception as exc:  # each codec package raises its own kind
+        raise _corrupt(topic, partition, base_offset, f"cannot be decompressed with {NAMES[codec]} ({exc})") from exc
 
 
 # Zigzag values of the one- and two-byte varints, indexed by their 7 and 14 payload bits: most of a
@@ -166,10 +231,11 @@ _ZZ2 = tuple((v >> 1) ^ -(v & 1) for v in range(1 << 14))
 _new_tuple = tuple.__new__
 
 
-def _decode_v2(b: bytes, p: int, count: int, base_offset: int, epoch: int, base_ts: int, max_ts: int,
+def _decode_v2(b: bytes, p: int, stop: int, count: int, base_offset: int, epoch: int, base_ts: int, max_ts: int,
                attributes: int, fetch_offset: int, topic: str, partition: int, kd: Deserializer,
                vd: Deserializer, aiokafka: bool = False) -> list[ConsumerRecord]:
-    """The ``count`` records of a v2 batch whose records start at ``b[p]``.
+    """The ``count`` records of a v2 batch whose records are ``b[p:stop]``; ValueError when they
+    run past ``stop`` (IndexError past the end of ``b``).
 
     The hot loop of a consumer, written out by hand: varints are decoded inline (a function call
     per field was a third of the time), a one- or two-byte one by table, longer ones by _varint."""
@@ -238,6 +304,8 @@ def _decode_v2(b: bytes, p: int, count: int, base_offset: int, epoch: int, base_
             header_size = 0
             for _ in range(header_count):
                 hk_len, p = _varint(b, p)
+                if hk_len < 0:  # it would step back over what was read, again and again
+                    raise ValueError(f"a header key of length {hk_len}")
                 hk = b[p : p + hk_len].decode()
                 p += hk_len
                 hv_len, p = _varint(b, p)
@@ -263,6 +331,8 @@ def _decode_v2(b: bytes, p: int, count: int, base_offset: int, epoch: int, base_
         append(new(record_cls, (
             topic, partition, epoch, offset, max_ts if log_append else base_ts + ts_delta, ts_type,
             k, v, headers, None, key_len, value_len, header_size)))
+    if p > stop:
+        raise ValueError(f"{count} records run {p - stop} bytes past their batch")
     return out
 
 
@@ -271,7 +341,7 @@ def _legacy_batch(raw: bytes, magic: int, fetch_offset: int, topic: str, partiti
     """One message of the old formats (or a compressed wrapper of several), by kafka-python."""
     batch = LegacyRecordBatch(raw, magic)
     if check_crcs and not batch.validate_crc():  # before iterating: that decompresses the wrapper
-        raise _corrupt(topic, partition, _BASE_AND_LENGTH.unpack_from(raw, 0)[0])
+        raise _corrupt(topic, partition, _BASE_AND_LENGTH.unpack_from(raw, 0)[0], "does not match its CRC")
     out: list[ConsumerRecord] = []
     epoch = -1  # the old formats carry no leader epoch
     for r in batch:
@@ -301,10 +371,10 @@ def _undeserializable(topic: str, partition: int, offset: int, key_or_value: str
     return error
 
 
-def _corrupt(topic: str, partition: int, base_offset: int) -> BrokerError:
-    """A batch whose CRC does not match: what the error table says of CORRUPT_MESSAGE on a fetch
+def _corrupt(topic: str, partition: int, base_offset: int, what: str) -> BrokerError:
+    """A batch that cannot be decoded (its CRC does not match, it is cut short, its records are
+    malformed...): what the error table says of CORRUPT_MESSAGE on a fetch, a CorruptRecordError
     (raised to the application once per fetch of it; the position stays at the batch, so
     ``seek()`` past it to go on, as in Java)."""
     return error_for(ErrorCode.CORRUPT_MESSAGE, ApiKey.FETCH,
-                     f"the CRC of the record batch at offset {base_offset} of {topic}-{partition} does not match "
-                     "its records; seek past it to skip it")
+                     f"the record batch at offset {base_offset} of {topic}-{partition} {what}; seek past it to skip it")

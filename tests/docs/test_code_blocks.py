@@ -51,6 +51,13 @@ RUNS: dict[str, Runner] = {
     "docs/asyncio.md: # getmany() in batches, a commit after each": Python(contexts.aio_batches),
     "docs/asyncio.md: # a rebalance listener: commit before partitions go, seek when they come": Python(
         contexts.aio_listener),
+    # docs/performance.md
+    "docs/performance.md: $ groupclient --version": Transcript(),
+    "docs/performance.md: nice -n 5 python benchmarks/throughput.py --brokers embedded --sizes 100 --codecs "
+    "none,lz4 --partitions 6 --runs 3 --clients groupclient,groupclient-py,confluent-kafka,groupclient-aio,"
+    "groupclient-aio-py,aiokafka": Synopsis(),
+    "docs/performance.md: python benchmarks/decode.py --sizes 100,1000 --records 300000 --runs 3": Command(
+        (("--sizes 100,1000 --records 300000 --runs 3", "--sizes 100 --codecs lz4,gzip --records 5000 --runs 1"),)),
     # docs/cli.md
     "docs/cli.md: groupclient [--version] [--help] COMMAND ...": Synopsis(),
     "docs/cli.md: $ groupclient --version": Transcript(),

@@ -12,7 +12,12 @@ from hypothesis import strategies as st
 from groupclient.consumer.columns import RecordColumns, decode_columns
 from groupclient.consumer.records import decode_records
 from groupclient.errors import RequestFailedError
+from tests.record_paths import both_record_paths
 from tests.unit.test_record_decoding import RECORDS, batch, legacy
+
+# the columns are checked against the records of each record path
+pytestmark = pytest.mark.usefixtures("both_record_paths")
+__all__ = ["both_record_paths"]
 
 HEADER = tuple[str, "bytes | None"]
 

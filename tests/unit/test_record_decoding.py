@@ -10,6 +10,11 @@ from kafka.record.memory_records import MemoryRecords
 
 from groupclient.consumer.records import decode_records
 from groupclient.errors import RequestFailedError, RetriableError
+from tests.record_paths import both_record_paths, choose
+
+# every test here runs on both record paths (the compiled one and the Python one)
+pytestmark = pytest.mark.usefixtures("both_record_paths")
+__all__ = ["both_record_paths"]
 
 
 def batch(base: int, records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]],
@@ -67,7 +72,7 @@ def test_crc_mismatch_is_reported() -> None:
     data = bytearray(batch(0, RECORDS[:1]))
     data[-1] ^= 0xFF
     # the error table's CORRUPT_MESSAGE on Fetch: raised to the caller, not retried
-    with pytest.raises(RequestFailedError, match="CORRUPT_MESSAGE.*offset 0 of t-3") as raised:
+    with pytest.raises(RequestFailedError, match="CORRUPT_MESSAGE.*offset 0 of t-3 does not match its CRC") as raised:
         ours(bytes(data), 0)
     assert not isinstance(raised.value, RetriableError)
 
@@ -137,6 +142,7 @@ def test_a_codec_that_is_not_installed_is_a_clear_error(monkeypatch: pytest.Monk
 
     from groupclient.consumer import codecs
 
+    choose(monkeypatch, "python")  # the compiled path has its codecs built in
     monkeypatch.setitem(codecs._DECOMPRESS, codecs.LZ4, None)
     with pytest.raises(kafka_errors.UnsupportedCodecError, match="lz4"):
         ours(batch(0, RECORDS, 3), 0)
@@ -148,6 +154,7 @@ def test_gzip_decodes_the_same_without_isal(monkeypatch: pytest.MonkeyPatch) -> 
 
     from groupclient.consumer import codecs
 
+    choose(monkeypatch, "python")  # the compiled path inflates with its own code
     data = batch(3, RECORDS, 1)
     with_isal = ours(data, 0)
     assert codecs._inflate is not zlib.decompress  # the dependency is installed here
