@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..consumer import record_path
 from ..consumer.group_consumer import GroupConsumer
 from ..consumer.subscription import DeliveryTag
 from ..structs import ConsumerRecord, TopicPartition
@@ -33,12 +34,14 @@ POLL_SLICE_MS = 100  # so stop(), a cancellation or a waiting commit end a fetch
 FETCH_BATCHES = 8  # max_poll_records batches a job decodes at most (see the module doc)
 # how long a job decodes before it lets the loop in (time.sleep(0) gives up the interpreter lock
 # to a thread waiting for it): without it the loop waits out the interpreter's 5 ms switch
-# interval.  0: after every poll (~1 ms of 100 B records).  Each hand-over costs the consumer
-# thread a wait of its own for the lock back: measured (docs/asyncio.md), every poll gave loop
-# lag p50 0.4 ms at 0.85x the sync consumer's rate, every 2 ms p50 1.1-1.7 ms at 0.91-0.97x, and
-# the p99 then falls on the garbage collector's full collections (fewer lag samples, the same
-# number of 13-15 ms pauses): the loop's latency is what an asyncio consumer is chosen for
-LET_THE_LOOP_IN_S = 0.0
+# interval.  Each hand-over costs the consumer thread a wait of its own for the lock back.
+# Measured (docs/asyncio.md, 100 B records, the same runs): on the compiled record path, whose
+# records cost the garbage collector nothing, every 2 ms gave loop lag p50 0.9-1.2 ms, p99 2-3 ms,
+# max under 5 ms, at 0.9-1.07x the sync consumer's rate (every poll, ~0.5 ms: 0.61-0.83x).  On
+# the Python path every poll (0): its records bring full collections of 13-15 ms, and letting
+# the loop in every 2 ms left fewer lag samples around the same pauses (p99 12-15 ms, against
+# 2-4 ms): the loop's latency is what an asyncio consumer is chosen for
+LET_THE_LOOP_IN_S = 0.002 if record_path.active() == "native" else 0.0
 
 Chunk = tuple[Records, dict[TopicPartition, DeliveryTag], int]  # records, their tags, key+value bytes
 
