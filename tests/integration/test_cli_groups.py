@@ -323,8 +323,13 @@ def test_argument_errors_are_usage_errors(args: list[str], error: str) -> None:
 
 
 def test_version() -> None:
+    """The version, and which record path decodes (docs/performance.md)."""
+    from groupclient.consumer import record_path
+
     done = cli("--version", timeout_s=30)
-    assert (done.returncode, done.stdout) == (0, f"groupclient {groupclient.__version__}\n")
+    assert done.returncode == 0
+    # argparse wraps the line at the terminal's width
+    assert " ".join(done.stdout.split()) == f"groupclient {groupclient.__version__}, {record_path.describe()}"
 
 
 @pytest.mark.parametrize("command", [
