@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 
 import pytest
@@ -26,6 +27,17 @@ def native_module() -> ModuleType:
                         "machine has a Rust toolchain: reinstall (pip install -e .) and read why its build failed")
         pytest.skip("no compiled record path here: no Rust toolchain when groupclient was installed")
     return record_path.NATIVE
+
+
+@contextmanager
+def on_path(path: str) -> Iterator[None]:
+    """Decode on ``path`` ("native" or "python") inside the block; the choice before it after."""
+    saved = record_path.CHOSEN
+    record_path.CHOSEN = native_module() if path == "native" else None
+    try:
+        yield
+    finally:
+        record_path.CHOSEN = saved
 
 
 def choose(monkeypatch: pytest.MonkeyPatch, path: str) -> None:

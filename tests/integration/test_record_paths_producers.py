@@ -12,10 +12,9 @@ from confluent_kafka import Producer
 from kafka import KafkaProducer
 
 from groupclient import GroupConsumer
-from groupclient.consumer import record_path
 from groupclient.coordinator import EmbeddedCluster
 from groupclient.structs import TopicPartition
-from tests.record_paths import native_module
+from tests.record_paths import on_path
 
 pytestmark = pytest.mark.integration
 
@@ -48,21 +47,19 @@ def produce(bootstrap: str, topic: str, producer: str, codec: str) -> None:
 
 
 def read_all(bootstrap: str, topic: str, path: str) -> list[tuple[Any, ...]]:
-    saved = record_path.CHOSEN
-    record_path.CHOSEN = native_module() if path == "native" else None
-    consumer = GroupConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False)
-    try:
-        consumer.assign([TopicPartition(topic, 0)])
-        out: list[tuple[Any, ...]] = []
-        for _ in range(100):  # bounded: 100 polls of up to 1 s
-            for records in consumer.poll(timeout_ms=1000).values():
-                out += [tuple(r) for r in records]
-            if len(out) >= COUNT:
-                break
-        return out
-    finally:
-        consumer.close()
-        record_path.CHOSEN = saved
+    with on_path(path):
+        consumer = GroupConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False)
+        try:
+            consumer.assign([TopicPartition(topic, 0)])
+            out: list[tuple[Any, ...]] = []
+            for _ in range(100):  # bounded: 100 polls of up to 1 s
+                for records in consumer.poll(timeout_ms=1000).values():
+                    out += [tuple(r) for r in records]
+                if len(out) >= COUNT:
+                    break
+            return out
+        finally:
+            consumer.close()
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from kafka.record.util import calc_crc32c
 from groupclient.consumer import record_path
 from groupclient.consumer.records import decode_batches, next_offset
 from groupclient.errors import ConfigurationError, RecordDeserializationError
-from tests.record_paths import native_module
+from tests.record_paths import native_module, on_path
 from tests.unit.test_record_decoding import RECORDS, batch, legacy, recompressed
 
 Outcome = tuple[list[list[tuple[Any, ...]]], "tuple[str, str] | None"]
@@ -32,19 +32,16 @@ def decoded(path: str, data: bytes, fetch_offset: int = 0, *, kd: Any = None, vd
             check_crcs: bool = True, aiokafka: bool = False) -> Outcome:
     """Each batch's records (type, fields, headers' type) on ``path``, then the error that ended
     them (its type and text), as the fetcher sees them."""
-    saved = record_path.CHOSEN
-    record_path.CHOSEN = native_module() if path == "native" else None
     batches: list[list[tuple[Any, ...]]] = []
-    try:
-        for found in decode_batches(data, fetch_offset, "t", 3, kd, vd, check_crcs, aiokafka):
-            batches.append([(type(r), tuple(r), type(r.headers)) for r in found])
-    except Exception as exc:  # what the fetcher would keep and raise
-        before = getattr(exc, "records_before", None)
-        if before is not None:
-            batches.append([(type(r), tuple(r), type(r.headers)) for r in before])
-        return batches, (type(exc).__name__, str(exc))
-    finally:
-        record_path.CHOSEN = saved
+    with on_path(path):
+        try:
+            for found in decode_batches(data, fetch_offset, "t", 3, kd, vd, check_crcs, aiokafka):
+                batches.append([(type(r), tuple(r), type(r.headers)) for r in found])
+        except Exception as exc:  # what the fetcher would keep and raise
+            before = getattr(exc, "records_before", None)
+            if before is not None:
+                batches.append([(type(r), tuple(r), type(r.headers)) for r in before])
+            return batches, (type(exc).__name__, str(exc))
     return batches, None
 
 
@@ -80,11 +77,8 @@ def test_records_compare_print_and_pickle_the_same() -> None:
     data = batch(0, RECORDS, 3)
     on = {}
     for path in ("native", "python"):
-        saved, record_path.CHOSEN = record_path.CHOSEN, native_module() if path == "native" else None
-        try:
+        with on_path(path):
             on[path] = [r for b in decode_batches(data, 0, "t", 3, None, None, True) for r in b]
-        finally:
-            record_path.CHOSEN = saved
     assert on["native"] == on["python"]
     assert [repr(r) for r in on["native"]] == [repr(r) for r in on["python"]]
     assert pickle.loads(pickle.dumps(on["native"])) == on["python"]
@@ -136,12 +130,8 @@ def test_an_interrupt_in_a_deserializer_is_not_a_record_error() -> None:
         raise KeyboardInterrupt
 
     for path in ("native", "python"):
-        saved, record_path.CHOSEN = record_path.CHOSEN, native_module() if path == "native" else None
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                list(decode_batches(batch(0, RECORDS), 0, "t", 3, None, interrupted, True))
-        finally:
-            record_path.CHOSEN = saved
+        with on_path(path), pytest.raises(KeyboardInterrupt):
+            list(decode_batches(batch(0, RECORDS), 0, "t", 3, None, interrupted, True))
 
 
 def corrupted(kind: str) -> bytes:
@@ -286,15 +276,11 @@ def test_the_old_message_formats_go_through_the_python_path() -> None:
 
 
 def test_records_are_not_followed_by_the_collector_on_the_compiled_path() -> None:
-    native_module()
-    saved, record_path.CHOSEN = record_path.CHOSEN, record_path.NATIVE
-    try:
+    with on_path("native"):
         plain = [r for b in decode_batches(batch(0, RECORDS), 0, "t", 3, None, None, True, True) for r in b]
         kept = [r for b in decode_batches(batch(0, RECORDS), 0, "t", 3, None, lambda v, h: {"v": v}, True, True)
                 for r in b]
         listed = [r for b in decode_batches(batch(0, RECORDS), 0, "t", 3, None, None, True) for r in b]
-    finally:
-        record_path.CHOSEN = saved
     assert not any(gc.is_tracked(r) for r in plain), "bytes, str, int, None and tuples of them"
     assert all(gc.is_tracked(r) for r in kept), "a dict (even one the collector skips now) may come to refer to it"
     assert not any(gc.is_tracked(r) or gc.is_tracked(r.headers) for r in listed), "kafka-python's list too"
