@@ -17,9 +17,12 @@ by the record decoder, then put in columns.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .records import _TIMESTAMP_TYPE_MASK, _ZZ1, _ZZ2, Headers, Section, _varint, decode_batches, sections
+from .records import _TIMESTAMP_TYPE_MASK, _ZZ1, _ZZ2, Headers, Section, decode_batches, sections
+from .transactions import AbortedTransactions
+from .varints import varint
 
 
 @dataclass
@@ -73,17 +76,19 @@ def _empty(topic: str, partition: int, buffer: bytes) -> RecordColumns:
                          array("q"), None, [])
 
 
-def decode_columns(data: bytes, fetch_offset: int, topic: str, partition: int,
-                   check_crcs: bool) -> tuple[RecordColumns, Exception | None]:
-    """The records of ``data`` from ``fetch_offset`` on, and the error that ended them early."""
+def decode_columns(data: bytes, fetch_offset: int, topic: str, partition: int, check_crcs: bool,
+                   aborted: Sequence[tuple[int, int]] = ()) -> tuple[RecordColumns, Exception | None]:
+    """The records of ``data`` from ``fetch_offset`` on, and the error that ended them early;
+    ``aborted``: as records.decode_batches takes it (read_committed)."""
     buf = bytes(data)
     found: list[Section] = []
     error: Exception | None = None
     try:
-        for section in sections(buf, fetch_offset, topic, partition, check_crcs):
+        for section in sections(buf, fetch_offset, topic, partition, check_crcs, 0,
+                                AbortedTransactions(aborted) if aborted else None):
             if section.magic < 2:
                 # the old formats (a broker before Kafka 4): rare, so record by record
-                return _from_records(buf, fetch_offset, topic, partition, check_crcs)
+                return _from_records(buf, fetch_offset, topic, partition, check_crcs, aborted)
             found.append(section)
     except Exception as exc:  # the batches before it go out first (as the record decoder's)
         error = exc
@@ -134,7 +139,7 @@ def _decode(b: bytes, sections: list[tuple[int, ...]], fetch_offset: int, topic:
                     ts_delta = zz2[(byte & 0x7F) | (more << 7)]
                     p += 4
                 else:
-                    ts_delta, p = _varint(b, p + 2)
+                    ts_delta, p = varint(b, p + 2)
                 byte = b[p]
                 if byte < 0x80:
                     offset_delta = zz1[byte]
@@ -143,7 +148,7 @@ def _decode(b: bytes, sections: list[tuple[int, ...]], fetch_offset: int, topic:
                     offset_delta = zz2[(byte & 0x7F) | (more << 7)]
                     p += 2
                 else:
-                    offset_delta, p = _varint(b, p)
+                    offset_delta, p = varint(b, p)
                 byte = b[p]
                 if byte < 0x80:
                     key_len = zz1[byte]
@@ -152,7 +157,7 @@ def _decode(b: bytes, sections: list[tuple[int, ...]], fetch_offset: int, topic:
                     key_len = zz2[(byte & 0x7F) | (more << 7)]
                     p += 2
                 else:
-                    key_len, p = _varint(b, p)
+                    key_len, p = varint(b, p)
                 key_start = p
                 if key_len > 0:
                     p += key_len
@@ -164,7 +169,7 @@ def _decode(b: bytes, sections: list[tuple[int, ...]], fetch_offset: int, topic:
                     value_len = zz2[(byte & 0x7F) | (more << 7)]
                     p += 2
                 else:
-                    value_len, p = _varint(b, p)
+                    value_len, p = varint(b, p)
                 value_start = p
                 if value_len > 0:
                     p += value_len
@@ -172,14 +177,14 @@ def _decode(b: bytes, sections: list[tuple[int, ...]], fetch_offset: int, topic:
                 if b[p] == 0:  # no headers: the usual case
                     p += 1
                 else:
-                    header_count, p = _varint(b, p)
+                    header_count, p = varint(b, p)
                     for _ in range(header_count):
-                        hk_len, p = _varint(b, p)
+                        hk_len, p = varint(b, p)
                         if hk_len < 0:  # it would step back over what was read, again and again
                             raise ValueError(f"a header key of length {hk_len}")
                         hk = b[p : p + hk_len].decode()
                         p += hk_len
-                        hv_len, p = _varint(b, p)
+                        hv_len, p = varint(b, p)
                         hv = None
                         if hv_len >= 0:
                             hv, p = b[p : p + hv_len], p + hv_len
@@ -209,8 +214,8 @@ def _decode(b: bytes, sections: list[tuple[int, ...]], fetch_offset: int, topic:
                          headers, epochs), failed
 
 
-def _from_records(buf: bytes, fetch_offset: int, topic: str, partition: int,
-                  check_crcs: bool) -> tuple[RecordColumns, Exception | None]:
+def _from_records(buf: bytes, fetch_offset: int, topic: str, partition: int, check_crcs: bool,
+                  aborted: Sequence[tuple[int, int]]) -> tuple[RecordColumns, Exception | None]:
     """An answer with messages of the old formats, by the record decoder, into columns over a
     buffer of their keys and values (the old formats are rare: a broker before Kafka 4)."""
     joined = bytearray()
@@ -218,7 +223,7 @@ def _from_records(buf: bytes, fetch_offset: int, topic: str, partition: int,
     headers: list[Headers] = []
     error: Exception | None = None
     try:
-        for batch in decode_batches(buf, fetch_offset, topic, partition, None, None, check_crcs):
+        for batch in decode_batches(buf, fetch_offset, topic, partition, None, None, check_crcs, aborted=aborted):
             for record in batch:
                 if not columns.epochs or columns.epochs[-1][1] != record.leader_epoch:
                     columns.epochs.append((len(columns.offsets), record.leader_epoch))

@@ -60,9 +60,13 @@ class CompletedFetch:
     """One partition's records of a Fetch answer.  Made by whichever thread read the answer, but
     decoded (and deserialized: user code) only as the application thread drains it."""
 
-    def __init__(self, tp: TopicPartition, fetch_offset: int, data: bytes, config: FetchConfig) -> None:
+    def __init__(self, tp: TopicPartition, fetch_offset: int, data: bytes, config: FetchConfig,
+                 aborted: list[tuple[int, int]] | None = None) -> None:
+        """``aborted``: read_committed, the answer's aborted transactions, (producer id, first
+        offset) pairs: their records are left out (transactions.py)."""
         self.tp = tp
         self.fetch_offset = fetch_offset
+        self._aborted = aborted or []
         self.size = len(data)
         # where this answer ends: the next fetch of the partition starts there, and the position
         # moves there once the records are drained (past trailing transaction markers)
@@ -90,7 +94,7 @@ class CompletedFetch:
                 self._data, self.fetch_offset, tp.topic, tp.partition,
                 bind("key_deserializer", config.key_deserializer, tp.topic),
                 bind("value_deserializer", config.value_deserializer, tp.topic), config.check_crcs,
-                config.aiokafka_records)
+                config.aiokafka_records, self._aborted)
         return self._batches
 
     def _next_record_ready(self) -> bool:
@@ -142,7 +146,7 @@ class CompletedFetch:
                 raise InternalError("a fetch answer was drained both as records and as columns")
             tp = self.tp
             self._columns, self._columns_error = decode_columns(self._data, self.fetch_offset, tp.topic,
-                                                                tp.partition, self._config.check_crcs)
+                                                                tp.partition, self._config.check_crcs, self._aborted)
         columns = self._columns
         first = bisect_left(columns.offsets, start, self._column_index)  # rare: a seek into this answer
         last = min(len(columns), first + limit)
@@ -256,7 +260,8 @@ class Fetcher:
                                                          getattr(p, "last_stable_offset", None),
                                                          self.client.clock.wall_ms())
                     if p.records:
-                        completed.append(CompletedFetch(tp, fetch_offset, bytes(p.records), self.config))
+                        completed.append(CompletedFetch(tp, fetch_offset, bytes(p.records), self.config,
+                                                        self._aborted_of(p)))
                 elif action is Action.RESET_OFFSET:
                     if self.subscription.reset_if_at(tp, fetch_offset):
                         log.info("offset %d of %s is out of range; resetting", fetch_offset, tp)
@@ -276,6 +281,14 @@ class Fetcher:
         if completed:
             # the next answer is on its way while this one is decoded and handed out
             self.send_fetches()
+
+    def _aborted_of(self, answer: Any) -> list[tuple[int, int]] | None:
+        """read_committed: the aborted transactions a partition's answer lists (the broker lists
+        them for read_committed fetches only; the consumer leaves their records out)."""
+        listed = getattr(answer, "aborted_transactions", None)
+        if self.config.isolation_level != 1 or not listed:
+            return None
+        return [(t.producer_id, t.first_offset) for t in listed]
 
     def _on_fetch_failed(self, node: int, exc: BaseException) -> None:
         log.debug("fetch from node %d failed: %s", node, exc)

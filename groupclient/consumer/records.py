@@ -30,6 +30,8 @@ from ..protocol.apis import ApiKey
 from ..protocol.error_table import error_for
 from . import record_path
 from .codecs import NAMES, decompress
+from .varints import varint
+from .transactions import AbortedTransactions
 
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
 # baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordCount
@@ -49,24 +51,6 @@ Headers = Sequence[tuple[str, "bytes | None"]]
 # record's headers; with None for a missing key or value only for records made as aiokafka makes
 # them (``aiokafka``: groupclient.aio), else a missing one stays None
 Deserializer = Callable[[bytes | None, Headers], Any] | None
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """A zigzag varint at ``pos``: (value, next position)."""
-    byte = buf[pos]
-    pos += 1
-    if byte < 0x80:
-        return (byte >> 1) ^ -(byte & 1), pos
-    value, shift = byte & 0x7F, 7
-    while True:
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return (value >> 1) ^ -(value & 1), pos
-        shift += 7
-        if shift >= 70:
-            raise ValueError(f"a varint of more than ten bytes at byte {pos - 10}")
 
 
 def next_offset(data: bytes, fetch_offset: int) -> int:
@@ -114,11 +98,12 @@ class Section(NamedTuple):
 
 
 def sections(buf: bytes, fetch_offset: int, topic: str, partition: int, check_crcs: bool,
-             start: int = 0) -> Iterator[Section]:
+             start: int = 0, aborted: AbortedTransactions | None = None) -> Iterator[Section]:
     """The batches of ``buf`` from byte ``start`` on with records from ``fetch_offset`` on, in
     order: CRCs checked when asked (a mismatch raises, after the batches before it), transaction
-    markers and a partial batch at the end left out, compressed records sections decompressed as
-    they come.  What both decoders (records here, columns in columns.py) walk."""
+    markers, batches of ``aborted`` transactions (read_committed) and a partial batch at the end
+    left out, compressed records sections decompressed as they come.  What both decoders (records
+    here, columns in columns.py) walk."""
     pos, end = start, len(buf)
     while pos + _MAGIC_AT + 1 <= end:
         base_offset, length = _BASE_AND_LENGTH.unpack_from(buf, pos)
@@ -139,6 +124,9 @@ def sections(buf: bytes, fetch_offset: int, topic: str, partition: int, check_cr
             raise _corrupt(topic, partition, base_offset, f"says it is {length} bytes long, shorter than its header")
         (_, _, epoch, _, crc, attributes, last_delta, base_ts, max_ts, _, _, _,
          count) = _HEADER.unpack_from(buf, pos)
+        if aborted is not None and _left_out(aborted, buf, pos, base_offset, last_delta, attributes, topic, partition):
+            pos = batch_end
+            continue
         if base_offset + last_delta < fetch_offset:
             pos = batch_end
             continue
@@ -158,8 +146,44 @@ def sections(buf: bytes, fetch_offset: int, topic: str, partition: int, check_cr
         pos = batch_end
 
 
+def _left_out(aborted: AbortedTransactions, buf: bytes, pos: int, base_offset: int, last_delta: int,
+              attributes: int, topic: str, partition: int) -> bool:
+    """Whether the v2 batch at ``pos`` belongs to an aborted transaction (read_committed)."""
+    try:
+        return aborted.leaves_out(buf, pos, base_offset, base_offset + last_delta, attributes)
+    except (IndexError, ValueError, struct.error, UnsupportedCodecError) as exc:
+        raise _corrupt(topic, partition, base_offset, f"is a transaction marker that cannot be read ({exc})") from exc
+
+
+def _past_left_out(aborted: AbortedTransactions, buf: bytes, pos: int, fetch_offset: int, topic: str,
+                   partition: int, check_crcs: bool) -> int:
+    """From ``pos``, past the v2 batches no record comes from (aborted, before ``fetch_offset``,
+    transaction markers), as :func:`sections` steps over them: where the next batch to decode
+    (or anything else: a partial batch, an old format, a CRC mismatch) starts."""
+    end = len(buf)
+    while pos + _HEADER.size <= end:
+        base_offset, length = _BASE_AND_LENGTH.unpack_from(buf, pos)
+        batch_end = pos + 12 + length
+        if batch_end > end or length < _HEADER.size - 12 or buf[pos + _MAGIC_AT] < 2:
+            return pos
+        (_, _, _, _, crc, attributes, last_delta, *_) = _HEADER.unpack_from(buf, pos)
+        if _left_out(aborted, buf, pos, base_offset, last_delta, attributes, topic, partition):
+            pos = batch_end
+            continue
+        if base_offset + last_delta < fetch_offset:
+            pos = batch_end
+            continue
+        if not attributes & _CONTROL_MASK:
+            return pos  # records: decoded by the caller
+        if check_crcs and calc_crc32c(memoryview(buf)[pos + _CRC_START:batch_end]) != crc:
+            return pos  # the caller raises it
+        pos = batch_end
+    return pos
+
+
 def decode_batches(data: bytes, fetch_offset: int, topic: str, partition: int, kd: Deserializer,
-                   vd: Deserializer, check_crcs: bool, aiokafka: bool = False) -> Iterator[list[ConsumerRecord]]:
+                   vd: Deserializer, check_crcs: bool, aiokafka: bool = False,
+                   aborted: Sequence[tuple[int, int]] = ()) -> Iterator[list[ConsumerRecord]]:
     """The records of ``data`` from ``fetch_offset`` on, a list per record batch (a batch is
     decoded in one call: no generator step per record).  ``aiokafka``: records as aiokafka
     makes them: the deserializers are called with None for a missing key or value too, and the
@@ -167,14 +191,19 @@ def decode_batches(data: bytes, fetch_offset: int, topic: str, partition: int, k
     numbers holds no container the garbage collector must follow: the compiled path makes it
     untracked, and records waiting in a buffer cost full collections nothing.  A batch that cannot
     be decoded raises a CorruptRecordError naming the partition and the batch's offset, after the
-    batches before it (on either path)."""
+    batches before it (on either path).  ``aborted``: the (producer id, first offset) pairs of
+    the aborted transactions a read_committed Fetch answer lists: their batches are left out
+    (transactions.py)."""
     buf = bytes(data)  # no copy when it is bytes already
     native = record_path.CHOSEN
+    skipping = AbortedTransactions(aborted) if aborted else None
     if native is None:
-        yield from _python_batches(buf, 0, fetch_offset, topic, partition, kd, vd, check_crcs, aiokafka)
+        yield from _python_batches(buf, 0, fetch_offset, topic, partition, kd, vd, check_crcs, aiokafka, skipping)
         return
     pos = 0
     while True:
+        if skipping is not None:  # the compiled path decodes from the next batch that has records
+            pos = _past_left_out(skipping, buf, pos, fetch_offset, topic, partition, check_crcs)
         # the compiled path (native/src/lib.rs): a batch per call, the same records as below
         outcome, pos, found = native.decode_batch(buf, pos, fetch_offset, topic, partition, kd, vd, check_crcs,
                                                   aiokafka, ConsumerRecord)
@@ -186,14 +215,16 @@ def decode_batches(data: bytes, fetch_offset: int, topic: str, partition: int, k
             offset, key_or_value, exc, before = found
             raise _undeserializable(topic, partition, offset, key_or_value, exc, before) from exc
         else:  # an old message format, a CRC mismatch, malformed records...: decoded or raised here
-            yield from _python_batches(buf, pos, fetch_offset, topic, partition, kd, vd, check_crcs, aiokafka)
+            yield from _python_batches(buf, pos, fetch_offset, topic, partition, kd, vd, check_crcs, aiokafka,
+                                       skipping)
             return
 
 
 def _python_batches(buf: bytes, start: int, fetch_offset: int, topic: str, partition: int, kd: Deserializer,
-                    vd: Deserializer, check_crcs: bool, aiokafka: bool) -> Iterator[list[ConsumerRecord]]:
+                    vd: Deserializer, check_crcs: bool, aiokafka: bool,
+                    aborted: AbortedTransactions | None = None) -> Iterator[list[ConsumerRecord]]:
     """The pure-Python path of :func:`decode_batches`, from byte ``start`` of ``buf`` on."""
-    for s in sections(buf, fetch_offset, topic, partition, check_crcs, start):
+    for s in sections(buf, fetch_offset, topic, partition, check_crcs, start, aborted):
         if s.magic < 2:
             yield _legacy_batch(s.records[s.start:s.stop], s.magic, fetch_offset, topic, partition, kd, vd,
                                 check_crcs, aiokafka)
@@ -256,7 +287,7 @@ def _decode_v2(b: bytes, p: int, stop: int, count: int, base_offset: int, epoch:
             ts_delta = zz2[(byte & 0x7F) | (more << 7)]
             p += 4
         else:
-            ts_delta, p = _varint(b, p + 2)
+            ts_delta, p = varint(b, p + 2)
         byte = b[p]
         if byte < 0x80:
             offset_delta = zz1[byte]
@@ -265,7 +296,7 @@ def _decode_v2(b: bytes, p: int, stop: int, count: int, base_offset: int, epoch:
             offset_delta = zz2[(byte & 0x7F) | (more << 7)]
             p += 2
         else:
-            offset_delta, p = _varint(b, p)
+            offset_delta, p = varint(b, p)
         byte = b[p]
         if byte < 0x80:
             key_len = zz1[byte]
@@ -274,7 +305,7 @@ def _decode_v2(b: bytes, p: int, stop: int, count: int, base_offset: int, epoch:
             key_len = zz2[(byte & 0x7F) | (more << 7)]
             p += 2
         else:
-            key_len, p = _varint(b, p)
+            key_len, p = varint(b, p)
         if key_len >= 0:
             key: bytes | None = b[p : p + key_len]
             p += key_len
@@ -288,7 +319,7 @@ def _decode_v2(b: bytes, p: int, stop: int, count: int, base_offset: int, epoch:
             value_len = zz2[(byte & 0x7F) | (more << 7)]
             p += 2
         else:
-            value_len, p = _varint(b, p)
+            value_len, p = varint(b, p)
         if value_len >= 0:
             value: bytes | None = b[p : p + value_len]
             p += value_len
@@ -300,15 +331,15 @@ def _decode_v2(b: bytes, p: int, stop: int, count: int, base_offset: int, epoch:
             headers: Headers = () if aiokafka else []
         else:
             found: list[tuple[str, bytes | None]] = []
-            header_count, p = _varint(b, p)
+            header_count, p = varint(b, p)
             header_size = 0
             for _ in range(header_count):
-                hk_len, p = _varint(b, p)
+                hk_len, p = varint(b, p)
                 if hk_len < 0:  # it would step back over what was read, again and again
                     raise ValueError(f"a header key of length {hk_len}")
                 hk = b[p : p + hk_len].decode()
                 p += hk_len
-                hv_len, p = _varint(b, p)
+                hv_len, p = varint(b, p)
                 hv = None
                 if hv_len >= 0:
                     hv, p = b[p : p + hv_len], p + hv_len

@@ -1,4 +1,5 @@
-"""Compiles tests/kafka/JavaPeer.java against the downloaded kafka-clients (once per source)."""
+"""Compiles tests/kafka/JavaPeer.java (a consumer group member) and JavaProducer.java (the
+record-path corpus's producer) against the downloaded kafka-clients, once per source."""
 
 from __future__ import annotations
 
@@ -8,16 +9,23 @@ from pathlib import Path
 
 from .broker import KAFKA_VERSION, fetch, home
 
-SOURCE = Path(__file__).with_name("JavaPeer.java")
+HERE = Path(__file__).parent
+
+
+def java_command(program: str, version: str = KAFKA_VERSION) -> list[str]:
+    """The command line running ``program`` (JavaPeer or JavaProducer) on kafka-clients ``version``."""
+    libs = fetch(version)
+    source = HERE / f"{program}.java"
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12]
+    classes = home(version) / f"{program.lower()}-{digest}"
+    if not (classes / f"{program}.class").exists():
+        classes.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["javac", "-nowarn", "-cp", f"{libs}/*", "-d", str(classes), str(source)],
+                       check=True, capture_output=True, timeout=300)
+    return ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            f"-Dlog4j2.configurationFile={home(version) / 'log4j2.xml'}", "-cp", f"{libs}/*:{classes}", program]
 
 
 def java_peer_command(version: str = KAFKA_VERSION) -> list[str]:
-    libs = fetch(version)
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
-    classes = home(version) / f"java-peer-{digest}"
-    if not (classes / "JavaPeer.class").exists():
-        classes.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["javac", "-nowarn", "-cp", f"{libs}/*", "-d", str(classes), str(SOURCE)],
-                       check=True, capture_output=True, timeout=300)
-    return ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-            f"-Dlog4j2.configurationFile={home(version) / 'log4j2.xml'}", "-cp", f"{libs}/*:{classes}", "JavaPeer"]
+    """The Java consumer group member (tests/integration/peers.py)."""
+    return java_command("JavaPeer", version)
