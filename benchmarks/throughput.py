@@ -1,10 +1,18 @@
 """Consumer throughput: groupclient GroupConsumer, kafka-python KafkaConsumer and confluent-kafka
-Consumer, and the asyncio clients groupclient.aio AsyncGroupConsumer and aiokafka AIOKafkaConsumer,
-on the same topics in the same run, on a real Kafka 4.1 broker and on the embedded broker.
+Consumer, and the asyncio clients groupclient.aio AsyncGroupConsumer, aiokafka AIOKafkaConsumer and
+confluent-kafka AIOConsumer, on the same topics in the same run, on a real Apache Kafka broker
+(--kafka-version, 4.4.0 by default) and on the embedded broker.
 
 Usage (the full matrix, a long run; one Kafka broker, one embedded broker per cell):
 
     nice -n 5 python benchmarks/throughput.py --out results.json --plot docs/throughput.png
+
+    # the record path's matrix (~45 min): {sync, asyncio} x every codec x {100 B, 1 KB} on both
+    # brokers, against confluent-kafka (consume() and AIOConsumer), aiokafka and kafka-python, with
+    # groupclient's pure-Python record path as its own column; the targets met or missed, the
+    # peak RSS per client; --docs rewrites docs/performance.md's matrix block
+    nice -n 5 python benchmarks/throughput.py --matrix --out matrix.json \
+        --plot docs/throughput-matrix.png --docs docs/performance.md
 
     # quick: embedded broker, 100 B values, none and lz4, 6 partitions, ~10k records, 1 run
     python benchmarks/throughput.py --quick
@@ -34,8 +42,11 @@ third to the last record (librdkafka prefetches in the background, so the first 
 the join, is excluded for everyone); MB/s of values in the same span; CPU seconds of the client's
 process (all threads) per million records in the same span; the broker's CPU per million records
 over the whole consume (the JSON also has it for the steady span); ratios of steady records/s (and
-of CPU per record) groupclient/kafka-python, groupclient/confluent-kafka, groupclient-aio/aiokafka
-and groupclient-aio/groupclient.  results.json keeps every run, with the longest wait for records.
+of CPU per record) groupclient/kafka-python, groupclient/confluent-kafka, groupclient/aiokafka,
+groupclient-aio/aiokafka, groupclient-aio/confluent-aio and groupclient-aio/groupclient; the peak
+resident memory of each client's process (after the drain, before close()), and that of the
+compiled record path over the Python one's.  The targets (benchmarks/throughput_report.py TARGETS)
+are printed met or missed per cell.  results.json keeps every run, with the longest wait for records.
 
 OpenTelemetry (groupclient[otel]; the variants are GroupConsumer, set up in throughput_worker.py):
 groupclient-otel-off (the API made unimportable in the worker before groupclient is imported: no
@@ -123,30 +134,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.brokers import coordinator, cpu_seconds, stop_process  # noqa: E402
+from benchmarks.throughput_report import (ASYNC_CLIENTS, CLIENTS, DEFAULT_CLIENTS, LAG_KEYS,  # noqa: E402
+                                          MATRIX_CLIENTS, OTEL_CLIENTS, PURE_PYTHON, RATIOS, RSS_RATIOS, docs_block,
+                                          plot, tables, write_docs)
 
 WORKER = Path(__file__).resolve().parent / "throughput_worker.py"
-DEFAULT_CLIENTS = ("groupclient", "kafka-python", "confluent-kafka", "groupclient-aio", "aiokafka")
-# groupclient's OpenTelemetry variants (throughput_worker.VARIANTS), only when asked for
-OTEL_CLIENTS = ("groupclient-otel-off", "groupclient-otel-poll", "groupclient-iter", "groupclient-iter-otel-off",
-                "groupclient-otel-record")
-# groupclient on its pure-Python record path (GROUPCLIENT_RECORD_PATH=python in the worker), the
-# column beside the compiled path's
-PURE_PYTHON = {"groupclient-py": "groupclient", "groupclient-aio-py": "groupclient-aio"}
-CLIENTS = DEFAULT_CLIENTS + OTEL_CLIENTS + tuple(PURE_PYTHON)
-ASYNC_CLIENTS = ("groupclient-aio", "aiokafka", "groupclient-aio-py")
-SHORT = {"groupclient": "gc", "kafka-python": "kp", "confluent-kafka": "ck", "groupclient-aio": "gca",
-         "aiokafka": "ak", "groupclient-otel-off": "gc-off", "groupclient-otel-poll": "gc-op",
-         "groupclient-iter": "gc-it", "groupclient-iter-otel-off": "gc-it-off", "groupclient-otel-record": "gc-or",
-         "groupclient-py": "gc-py", "groupclient-aio-py": "gca-py"}
-# (ours, theirs): steady records/s (and CPU per record) of ours / theirs, per cell
-RATIOS = (("groupclient", "kafka-python"), ("groupclient", "confluent-kafka"), ("groupclient-aio", "aiokafka"),
-          ("groupclient-aio", "groupclient"), ("groupclient-otel-poll", "groupclient"),
-          ("groupclient-otel-record", "groupclient-iter"), ("groupclient-otel-off", "groupclient"),
-          ("groupclient-iter-otel-off", "groupclient-iter"), ("groupclient", "groupclient-py"),
-          ("groupclient-aio", "groupclient-aio-py"), ("groupclient-aio-py", "aiokafka"))
-# the issue's target for the poll spans and metrics: at most 10% fewer records/s than groupclient
-OTEL_POLL_TARGET = 0.90
-LAG_KEYS = ("loop_lag_p50_ms", "loop_lag_p99_ms", "loop_lag_max_ms")
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 BATCH_SIZE, LINGER_MS = 64 * 1024, 10
 EVENTS = ["page_view", "click", "add_to_cart", "checkout", "search", "login", "logout", "purchase"]
@@ -174,6 +166,21 @@ def packages() -> dict[str, str | None]:
     with contextlib.suppress(ImportError):
         import confluent_kafka
         found["librdkafka"] = confluent_kafka.libversion()[0]
+    return found
+
+
+def machine() -> dict[str, Any]:
+    """The CPU model and the memory, from /proc (Linux; empty elsewhere)."""
+    found: dict[str, Any] = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                found["cpu_model"] = line.split(":", 1)[1].strip()
+                break
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                found["memory_gb"] = int(line.split()[1]) / 1024 / 1024
     return found
 
 
@@ -365,7 +372,7 @@ def run_cell(broker: str, bootstrap: str, broker_pid: int, topic: str, size: int
                 shown += f" (no records for {result['longest_stall_s']:.2f} s at record {result['longest_stall_at']:,})"
             print(f"  run {run + 1} {client:15s} {shown}", flush=True)
     keys = ("steady_records_per_s", "steady_mb_per_s", "steady_cpu_s_per_m", "steady_broker_cpu_s_per_m",
-            "first_record_s", "overall_records_per_s", "process_cpu_s", "broker_cpu_s")
+            "first_record_s", "overall_records_per_s", "process_cpu_s", "broker_cpu_s", "peak_rss_mb")
     for result in (r for rs in runs.values() for r in rs if r.get("ok")):
         result["broker_cpu_s_per_m"] = result["broker_cpu_s"] / records * 1e6
     cell["clients"] = {c: {"runs": rs, "failed": sum(not r.get("ok") for r in rs),
@@ -383,6 +390,10 @@ def run_cell(broker: str, bootstrap: str, broker_pid: int, topic: str, size: int
             cell[f"ratio_runs_{ours_name}_{other}"] = [
                 a["steady_records_per_s"] / b["steady_records_per_s"] if a.get("ok") and b.get("ok") else None
                 for a, b in zip(ours["runs"], theirs["runs"])]
+    for ours_name, other in RSS_RATIOS:
+        ours, theirs = cell["clients"].get(ours_name), cell["clients"].get(other)
+        if ours and theirs and ours["peak_rss_mb"] and theirs["peak_rss_mb"]:
+            cell[f"rss_ratio_{ours_name}_{other}"] = ours["peak_rss_mb"] / theirs["peak_rss_mb"]
     return cell
 
 
@@ -398,7 +409,7 @@ def kafka_cells(args: argparse.Namespace, cells: list[tuple[int, str, int]]) -> 
         def _java(self, *java_args: str) -> list[str]:  # full JIT: the tests' broker is C1-only
             return [a for a in super()._java(*java_args) if a != "-XX:TieredStopAtLevel=1"]
 
-    broker = BenchKafkaBroker()
+    broker = BenchKafkaBroker(version=args.kafka_version)
     try:
         broker.start()
         assert broker.proc is not None
@@ -447,93 +458,6 @@ def embedded_cells(args: argparse.Namespace, cells: list[tuple[int, str, int]]) 
                            partitions, args)
 
 
-def fmt(value: float | None, spec: str) -> str:
-    return "FAIL" if value is None else format(value, spec)
-
-
-def tables(cells: list[dict[str, Any]], clients: list[str], gc_freeze: bool, traceparent: bool = False) -> str:
-    ratios = [(a, b) for a, b in RATIOS if a in clients and b in clients]
-    # asyncio clients with a lag measured somewhere (none with --no-loop-lag)
-    lagged = [c for c in clients if c in ASYNC_CLIENTS
-              and any(cell["clients"][c].get("loop_lag_max_ms") is not None for cell in cells)]
-
-    def table(head: list[str], rows: list[list[str]]) -> list[str]:
-        return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
-
-    def name(cell: dict[str, Any]) -> list[str]:
-        return [cell["broker"], f"{cell['size']} B {cell['codec']} p{cell['partitions']}"
-                + (" gc.freeze" if cell.get("gc_freeze") else "")]
-
-    s = [SHORT[c] for c in clients]
-    head1 = (["broker", "cell", "records", "comp."] + [f"{c} rec/s" for c in s] + [f"{c} MB/s" for c in s]
-             + [f"{SHORT[a]}/{SHORT[b]}" for a, b in ratios])
-    rows1 = [name(c) + [f"{c['records']:,}", f"{c['compression_ratio_est']:.1f}x"]
-             + [fmt(c["clients"][k]["steady_records_per_s"], ",.0f") for k in clients]
-             + [fmt(c["clients"][k]["steady_mb_per_s"], ".1f") for k in clients]
-             + [fmt(c.get(f"ratio_{a}_{b}"), ".2f") for a, b in ratios] for c in cells]
-    head2 = (["broker", "cell"] + [f"{c} CPU s/M" for c in s] + [f"CPU {SHORT[a]}/{SHORT[b]}" for a, b in ratios]
-             + [f"broker CPU s/M ({c})" for c in s] + [f"{c} 1st record s" for c in s])
-    rows2 = [name(c) + [fmt(c["clients"][k]["steady_cpu_s_per_m"], ".2f") for k in clients]
-             + [fmt(c.get(f"cpu_ratio_{a}_{b}"), ".2f") for a, b in ratios]
-             + [fmt(c["clients"][k]["broker_cpu_s_per_m"], ".2f") for k in clients]
-             + [fmt(c["clients"][k]["first_record_s"], ".2f") for k in clients] for c in cells]
-    headers = (f"traceparent header on every record: {'ON (--traceparent)' if traceparent else 'off'}; "
-               if traceparent or any(c in OTEL_CLIENTS for c in clients) else "")
-    legend = (f"gc.freeze() in the workers: {'ON (--gc-freeze)' if gc_freeze else 'off'}; {headers}"
-              f"{', '.join(f'{SHORT[c]} = {c}' for c in clients)}; steady state = after the first third of "
-              "the records; comp. = estimated compression ratio; CPU s/M = CPU seconds per million records "
-              "(client: steady state; broker: the whole consume, from the client's start to its last record)")
-    out = [legend, "", *table(head1, rows1), "", *table(head2, rows2)]
-    if lagged:
-        head3 = ["broker", "cell"] + [f"{SHORT[c]} lag {q}" for c in lagged for q in ("p50", "p99", "max", "worst")]
-        rows3 = [name(c) + [fmt(c["clients"][k].get(key), ".2f") for k in lagged
-                            for key in (*LAG_KEYS, "loop_lag_max_ms_worst")] for c in cells]
-        out += ["", "event-loop lag, ms: lateness of a 1 ms asyncio.sleep() on the client's loop over the steady "
-                "span (median over the runs of each run's p50, p99, max; worst = the largest max of any run)",
-                "", *table(head3, rows3)]
-    if "groupclient-otel-poll" in clients and "groupclient" in clients:
-        out += ["", f"OpenTelemetry target: groupclient-otel-poll / groupclient >= {OTEL_POLL_TARGET:.2f} "
-                    f"(overhead <= {1 - OTEL_POLL_TARGET:.0%}), medians over the runs"
-                    f"{', records with traceparent headers' if traceparent else ', records WITHOUT traceparent headers'}"]
-        for c in cells:
-            ratio = c.get("ratio_groupclient-otel-poll_groupclient")
-            verdict = "FAIL" if ratio is None else "met" if ratio >= OTEL_POLL_TARGET else "MISSED"
-            out.append(f"  {' '.join(name(c))}: {fmt(ratio, '.3f')} ({verdict}; per run "
-                       f"{', '.join(fmt(r, '.3f') for r in c.get('ratio_runs_groupclient-otel-poll_groupclient', []))})")
-    return "\n".join(out)
-
-
-def plot(cells: list[dict[str, Any]], clients: list[str], path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    brokers = list(dict.fromkeys(c["broker"] for c in cells))
-    most = max(sum(c["broker"] == b for c in cells) for b in brokers)
-    fig, axes = plt.subplots(len(brokers), 1, figsize=(max(6.0, 0.9 * most + 2), 4 * len(brokers)), squeeze=False)
-    width = 0.8 / len(clients)
-    for ax, broker in zip(axes[:, 0], brokers):
-        mine = [c for c in cells if c["broker"] == broker]
-        for i, client in enumerate(clients):
-            ys = [c["clients"][client]["steady_records_per_s"] or 0 for c in mine]
-            bars = ax.bar([x + (i - (len(clients) - 1) / 2) * width for x in range(len(mine))], ys, width, label=client)
-            ax.bar_label(bars, [f"{y / 1000:.0f}k" if y else "fail" for y in ys], fontsize=6, rotation=90, padding=2)
-        ax.set_xticks(range(len(mine)))
-        ax.set_xticklabels([f"{c['size']} B\n{c['codec']}\np{c['partitions']}" for c in mine], fontsize=8)
-        ax.set_yscale("log")  # bars start at a power of ten: compare the labels, not the bar heights
-        rates = [c["clients"][k]["steady_records_per_s"] for c in mine for k in clients]
-        rates = [r for r in rates if r] or [1e3]
-        ax.set_ylim(10 ** math.floor(math.log10(min(rates))), max(rates) * 2.5)  # room for the labels
-        ax.set_ylabel("records/s (steady state)")
-        ax.set_title(f"broker: {broker}")
-        ax.grid(axis="y", which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -545,12 +469,13 @@ def main() -> int:
     parser.add_argument("--sizes", type=listed(int), default=None, help="value bytes (default 100,1000,10000)")
     parser.add_argument("--codecs", type=listed(str), default=None, help="default none,lz4,zstd,gzip")
     parser.add_argument("--partitions", type=listed(int), default=None, help="default 6,60")
-    parser.add_argument("--clients", type=listed(str), default=list(DEFAULT_CLIENTS),
+    parser.add_argument("--clients", type=listed(str), default=None,
                         help=f"default {','.join(DEFAULT_CLIENTS)}; also {','.join(OTEL_CLIENTS)} "
-                             f"(otel: groupclient and all of these), and {','.join(PURE_PYTHON)}")
+                             f"(otel: groupclient and all of these), {','.join(PURE_PYTHON)} and confluent-aio")
+    parser.add_argument("--kafka-version", default="4.4.0", help="the Apache Kafka broker's (default 4.4.0)")
     parser.add_argument("--mb", type=float, default=None, help="value megabytes per cell (default 60)")
     parser.add_argument("--min-records", type=int, default=None, help="default 20000")
-    parser.add_argument("--max-records", type=int, default=1_000_000)
+    parser.add_argument("--max-records", type=int, default=None, help="default 1,000,000 (--matrix 300,000)")
     parser.add_argument("--runs", type=int, default=None, help="runs per client and cell, median (default 3)")
     parser.add_argument("--max-poll-records", type=int, default=500, help="python clients (default 500)")
     parser.add_argument("--confluent-config", type=json.loads, default={},
@@ -567,13 +492,24 @@ def main() -> int:
     parser.add_argument("--traceparent", action="store_true",
                         help="the producer writes a W3C traceparent header on every record (span links)")
     parser.add_argument("--quick", action="store_true", help="embedded, 100 B, none+lz4, 6 partitions, 1 run")
+    parser.add_argument("--matrix", action="store_true",
+                        help="the record path's matrix: both brokers, 100 B and 1 KB, every codec, 6 partitions, "
+                             f"{','.join(MATRIX_CLIENTS)}, 3 runs of at most 300,000 records")
+    parser.add_argument("--docs", type=Path, default=None,
+                        help="rewrite the block of this markdown file (docs/performance.md) between "
+                             "'<!-- throughput matrix: begin -->' and '<!-- throughput matrix: end -->'")
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
     parser.add_argument("--plot", type=Path, default=None, help="write a bar chart (matplotlib)")
     args = parser.parse_args()
     defaults = ({"brokers": ["embedded"], "sizes": [100], "codecs": ["none", "lz4"], "partitions": [6], "mb": 1.0,
                  "min_records": 10_000, "runs": 1} if args.quick else
+                {"brokers": ["kafka", "embedded"], "sizes": [100, 1000], "codecs": list(CODECS), "partitions": [6],
+                 "mb": 100.0, "min_records": 20_000, "runs": 3, "max_records": 300_000,
+                 "clients": list(MATRIX_CLIENTS)} if args.matrix else
                 {"brokers": ["kafka", "embedded"], "sizes": [100, 1000, 10000], "codecs": ["none", "lz4", "zstd", "gzip"],
                  "partitions": [6, 60], "mb": 60.0, "min_records": 20_000, "runs": 3})
+    defaults.setdefault("clients", list(DEFAULT_CLIENTS))
+    defaults.setdefault("max_records", 1_000_000)
     for key, value in defaults.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
@@ -593,10 +529,16 @@ def main() -> int:
     results: list[dict[str, Any]] = []
     started = time.monotonic()
 
-    def save() -> None:  # after every cell, so a run stopped part-way keeps what it measured
-        meta = {"packages": found, "python": sys.version.split()[0], "machine": platform.platform(),
-                "cpus": os.cpu_count(), "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+    def describe() -> dict[str, Any]:
+        return {"packages": found, "python": sys.version.split()[0], "machine": platform.platform(),
+                "cpus": os.cpu_count(), **machine(), "kafka_version": args.kafka_version,
+                "command": " ".join(["python", "benchmarks/throughput.py", *sys.argv[1:]]),
+                "date": time.strftime("%Y-%m-%d"),
+                "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
                 "seconds": time.monotonic() - started}
+
+    def save() -> None:  # after every cell, so a run stopped part-way keeps what it measured
+        meta = describe()
         if args.out:
             partial = args.out.with_name(args.out.name + ".partial")
             partial.write_text(json.dumps({"meta": meta, "cells": results}, indent=1))
@@ -624,6 +566,9 @@ def main() -> int:
         save()
         if args.plot and results:
             plot(results, args.clients, args.plot)
+        if args.docs and results:
+            plot_name = os.path.relpath(args.plot, args.docs.parent) if args.plot else None
+            write_docs(args.docs, docs_block(results, args.clients, describe(), plot_name))
     return 0 if results and all(not c["clients"][k]["failed"] for c in results for k in args.clients) else 1
 
 

@@ -4,14 +4,16 @@
         [--timeout-s S] [--max-poll-records N] [--confluent-config JSON] [--no-loop-lag] [--gc-freeze]
 
 CLIENT is groupclient (or one of its variants below), kafka-python or confluent-kafka
-(synchronous), or aiokafka (aiokafka's AIOKafkaConsumer) or groupclient-aio
-(groupclient.aio.AsyncGroupConsumer), the asyncio clients.
+(synchronous), or aiokafka (aiokafka's AIOKafkaConsumer), groupclient-aio
+(groupclient.aio.AsyncGroupConsumer) or confluent-aio (confluent_kafka.aio.AIOConsumer: the
+synchronous Consumer's calls on a thread pool), the asyncio clients.
 
 The consumer subscribes with a fresh group id (earliest, no auto commit) and reads until it has
 RECORDS records, touching every record's value.  The synchronous clients are driven by a poll loop
 (``poll(timeout_ms=1000)``, confluent's ``consume()``); the asyncio ones by a drain coroutine inside
 one event loop (run as ``asyncio.run`` does, kept for ``stop()``): ``start()``, ``subscribe()``, then
-``await getmany(timeout_ms=1000, max_records=max_poll_records)`` until done.  Both feed the same
+``await getmany(timeout_ms=1000, max_records=max_poll_records)`` until done (confluent-aio:
+``await consume(num_messages=1000, timeout=1.0)``, as the synchronous confluent-kafka).  Both feed the same
 :class:`Meter` one (records, value bytes) per call.  It notes the wall time and the process's own
 CPU (all threads) at the first record, once a third of the records were received, and at the last
 record; the broker's CPU (from /proc) at the same marks when ``--broker-pid`` is given.
@@ -63,6 +65,9 @@ its own, subscribed to a topic of its own so it takes none of these partitions) 
 and leaves a second later: the steady span, and its loop lag, include both rebalances (the
 result says ``rebalance``).
 
+Every run reports ``peak_rss_mb``: the process's peak resident memory, read after the drain
+(VmHWM, /proc/self/status).
+
 The JSON line is printed before ``close()`` (``stop()`` for the asyncio clients, on the same loop);
 the worker then waits for its stdin to close so the parent can read this process's CPU before it
 exits.
@@ -89,6 +94,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.brokers import cpu_seconds  # noqa: E402
+from benchmarks.throughput_otel import OtelSdk, block_opentelemetry, otel_state  # noqa: E402
 
 # GroupConsumer's variants: (drain by iteration, OpenTelemetry: "api" as installed with no provider,
 # "absent" made unimportable, "sdk" the SDK's providers with dropping exporters)
@@ -96,93 +102,11 @@ VARIANTS = {"groupclient": (False, "api"), "groupclient-iter": (True, "api"),
             "groupclient-otel-off": (False, "absent"), "groupclient-iter-otel-off": (True, "absent"),
             "groupclient-otel-poll": (False, "sdk"), "groupclient-otel-record": (True, "sdk")}
 SYNC_CLIENTS = (*VARIANTS, "kafka-python", "confluent-kafka")
-ASYNC_CLIENTS = ("aiokafka", "groupclient-aio")
+ASYNC_CLIENTS = ("aiokafka", "groupclient-aio", "confluent-aio")
 CLIENTS = SYNC_CLIENTS + ASYNC_CLIENTS
 LAG_SLEEP_S = 0.001  # the watchdog's sleep
-# the SDK variants' metric reader: collects (gauge callbacks, aggregation) and exports every second
-# during the drain (the SDK's default, 60 s, would not run once in a short drain)
-OTEL_METRIC_EXPORT_MS = 1000
 # a client's poll loop, one (records, value bytes) per poll or consume call, and its close()
 Batches = Callable[[], Iterator[tuple[int, int]]]
-
-
-class OtelSdk:
-    """The SDK's providers with its own batching all the way to export: a TracerProvider with a
-    BatchSpanProcessor (its defaults) and a MeterProvider with a PeriodicExportingMetricReader
-    (every OTEL_METRIC_EXPORT_MS), whose exporters drop what they get, counting it."""
-
-    def __init__(self) -> None:
-        from opentelemetry.sdk.metrics import MeterProvider
-        from opentelemetry.sdk.metrics.export import (MetricExporter, MetricExportResult,
-                                                      PeriodicExportingMetricReader)
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-
-        counts = self.counts = {"otel_spans": 0, "otel_links": 0, "otel_metric_exports": 0}
-
-        class DropSpans(SpanExporter):
-            def export(self, spans: Any) -> Any:
-                counts["otel_spans"] += len(spans)
-                counts["otel_links"] += sum(len(span.links) for span in spans)
-                return SpanExportResult.SUCCESS
-
-        class DropMetrics(MetricExporter):
-            def export(self, metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any) -> Any:
-                counts["otel_metric_exports"] += 1
-                return MetricExportResult.SUCCESS
-
-            def force_flush(self, timeout_millis: float = 10_000) -> bool:
-                return True
-
-            def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
-                pass
-
-        self.tracer_provider = TracerProvider()
-        self.tracer_provider.add_span_processor(BatchSpanProcessor(DropSpans()))
-        self.meter_provider = MeterProvider(metric_readers=[
-            PeriodicExportingMetricReader(DropMetrics(), export_interval_millis=OTEL_METRIC_EXPORT_MS)])
-
-    def flushed(self) -> dict[str, int]:
-        """Every span and metric exported so far (after the drain: not measured)."""
-        self.tracer_provider.force_flush()
-        self.meter_provider.force_flush()
-        return dict(self.counts)
-
-    def shutdown(self) -> None:
-        self.tracer_provider.shutdown()
-        self.meter_provider.shutdown()
-
-
-def block_opentelemetry() -> None:
-    """groupclient-otel-off: the OpenTelemetry API cannot be imported in this process (before
-    groupclient is imported: it looks for the API once)."""
-    if "groupclient" in sys.modules or any(m == "opentelemetry" or m.startswith("opentelemetry.")
-                                           for m in sys.modules):
-        raise RuntimeError("groupclient or opentelemetry imported before the API was blocked")
-    sys.modules["opentelemetry"] = None  # type: ignore[assignment]  # import raises ImportError
-
-
-def otel_state(consumer: Any, otel: str, sdk: OtelSdk | None) -> str:
-    """What the consumer's OpenTelemetry is, checked against the variant: ``absent`` (no telemetry
-    object), ``no provider`` (neither a tracer nor a meter resolved), ``sdk``."""
-    telemetry = consumer._observers.telemetry
-    if telemetry is None:
-        if otel == "sdk":
-            raise RuntimeError("the OpenTelemetry API is not importable: this variant needs groupclient[otel]")
-        return "absent"  # groupclient without the API installed: the same as groupclient-otel-off
-    if otel == "absent":
-        raise RuntimeError("groupclient built its telemetry with opentelemetry blocked")
-    tracer, meter = telemetry._instrumentation.tracer(), telemetry._instrumentation.meter()
-    if otel == "api":
-        from opentelemetry import metrics, trace
-        if tracer is not None or meter is not None:
-            raise RuntimeError(f"a provider is set (global tracer provider {trace.get_tracer_provider()!r}, "
-                               f"meter provider {metrics.get_meter_provider()!r}): the baseline needs none")
-        return "no provider"
-    assert sdk is not None
-    if tracer is None or meter is None:
-        raise RuntimeError("the SDK's providers were not picked up")
-    return "sdk"
 
 
 def python_client(kind: str, bootstrap: str, topic: str, group: str, max_poll_records: int,
@@ -285,8 +209,18 @@ REBALANCE_STAY_S = 1.0
 
 
 async def async_client(kind: str, bootstrap: str, topic: str, group: str, max_poll_records: int,
-                       rebalance: bool = False) -> Any:
-    """A started asyncio consumer, subscribed: the python clients' settings, aiokafka's names."""
+                       rebalance: bool = False, confluent_config: dict[str, Any] | None = None) -> Any:
+    """A started asyncio consumer, subscribed: the python clients' settings, aiokafka's names
+    (confluent-aio: the synchronous confluent-kafka's settings)."""
+    if kind == "confluent-aio":
+        from confluent_kafka.aio import AIOConsumer
+
+        extra = {"enable.auto.commit": True, "auto.commit.interval.ms": 1000,
+                 "heartbeat.interval.ms": 200} if rebalance else {"enable.auto.commit": False}
+        aio = AIOConsumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                           "client.id": f"bench-{kind}", **extra, **(confluent_config or {})})
+        await aio.subscribe([topic])
+        return aio
     if kind == "aiokafka":
         from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped, unused-ignore]
         Consumer: Any = AIOKafkaConsumer
@@ -302,13 +236,31 @@ async def async_client(kind: str, bootstrap: str, topic: str, group: str, max_po
     return consumer
 
 
-async def async_batches(consumer: Any, max_poll_records: int) -> AsyncGenerator[tuple[int, int], None]:
-    """The asyncio clients' poll loop: one (records, value bytes) per getmany()."""
+async def async_batches(consumer: Any, max_poll_records: int,
+                        records: int) -> AsyncGenerator[tuple[int, int], None]:
+    """The asyncio clients' poll loop: one (records, value bytes) per getmany() (per consume()
+    for confluent-aio, asking for no more than the records still to come, as confluent_client)."""
+    if not hasattr(consumer, "getmany"):
+        from confluent_kafka import KafkaException
+
+        total = 0
+        while True:
+            got = size = 0
+            for msg in await consumer.consume(num_messages=max(1, min(1000, records - total)), timeout=1.0):
+                if msg.error():
+                    if msg.error().fatal():
+                        raise KafkaException(msg.error())
+                    continue
+                value = msg.value()
+                size += len(value) if value is not None else 0
+                got += 1
+            total += got
+            yield got, size
     while True:
         got = size = 0
-        for records in (await consumer.getmany(timeout_ms=1000, max_records=max_poll_records)).values():
-            got += len(records)
-            for record in records:
+        for batch in (await consumer.getmany(timeout_ms=1000, max_records=max_poll_records)).values():
+            got += len(batch)
+            for record in batch:
                 value = record.value
                 size += len(value) if value is not None else 0
         yield got, size
@@ -466,9 +418,9 @@ def drain_async(args: argparse.Namespace, group: str, meter: Meter) -> dict[str,
         consumer = None
         try:
             consumer = await async_client(args.client, args.bootstrap, args.topic, group, args.max_poll_records,
-                                          args.rebalance)
+                                          args.rebalance, json.loads(args.confluent_config))
             frozen.update(freeze(args))
-            async with contextlib.aclosing(async_batches(consumer, args.max_poll_records)) as batches:
+            async with contextlib.aclosing(async_batches(consumer, args.max_poll_records, args.records)) as batches:
                 async for count, size in batches:
                     if meter.add(count, size):
                         break
@@ -476,7 +428,7 @@ def drain_async(args: argparse.Namespace, group: str, meter: Meter) -> dict[str,
                         disturbers.append(disturb(args.bootstrap, group, f"{args.topic}-rebalance"))
         except BaseException:
             if consumer is not None:
-                await consumer.stop()
+                await stop(consumer)
             raise
         finally:
             for lag in watchdogs:
@@ -499,7 +451,7 @@ def drain_async(args: argparse.Namespace, group: str, meter: Meter) -> dict[str,
 
     def close() -> None:
         try:
-            loop.run_until_complete(consumer.stop())
+            loop.run_until_complete(stop(consumer))
         finally:
             finish(loop)
 
@@ -507,6 +459,24 @@ def drain_async(args: argparse.Namespace, group: str, meter: Meter) -> dict[str,
     if watchdogs and result["ok"]:
         result.update(meter.loop_lag(watchdogs[0].samples))
     return {**result, "close": close}
+
+
+def peak_rss_mb() -> float | None:
+    """This process's peak resident memory so far, MB (before close(): imports, the client, its
+    buffers and the records of the drain).  VmHWM of /proc/self/status, which starts again at exec;
+    getrusage's ru_maxrss would carry the parent's peak over (Linux keeps it across fork and exec)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+async def stop(consumer: Any) -> None:
+    """stop() (aiokafka, groupclient.aio) or close() (confluent-aio)."""
+    await (consumer.stop() if hasattr(consumer, "stop") else consumer.close())
 
 
 def disturb(bootstrap: str, group: str, topic: str) -> subprocess.Popen[bytes]:
@@ -554,6 +524,7 @@ def main() -> int:
         if VARIANTS.get(args.client, (False, ""))[1] == "absent":
             block_opentelemetry()
         result = drain(args)
+        result["peak_rss_mb"] = peak_rss_mb()
         if args.client.startswith("groupclient"):
             from groupclient.consumer import record_path
 

@@ -13,9 +13,12 @@ from types import ModuleType
 
 import pytest
 
-from groupclient.consumer import record_path
+from groupclient.consumer import record_path, records
 
-PATHS = ("native", "python")
+# "ahead": the compiled path with every answer walked by a worker thread (native/src/ahead.rs;
+# records.decode_batches takes it for big compressed answers only), "ahead-2" with two workers
+PATHS = ("native", "ahead", "python")
+AHEAD = {"ahead": 1, "ahead-2": 2}
 
 
 def native_module() -> ModuleType:
@@ -29,20 +32,29 @@ def native_module() -> ModuleType:
     return record_path.NATIVE
 
 
+def _settings(path: str) -> dict[tuple[ModuleType, str], object]:
+    """The module attributes that make ``path`` the one that decodes."""
+    chosen: dict[tuple[ModuleType, str], object] = {
+        (record_path, "CHOSEN"): None if path == "python" else native_module()}
+    if path in AHEAD:
+        chosen.update({(records, "AHEAD_FROM"): 0, (records, "AHEAD_UNCOMPRESSED"): True,
+                       (records, "AHEAD_WORKERS"): AHEAD[path]})
+    return chosen
+
+
 @contextmanager
 def on_path(path: str) -> Iterator[None]:
-    """Decode on ``path`` ("native" or "python") inside the block; the choice before it after."""
-    saved = record_path.CHOSEN
-    record_path.CHOSEN = native_module() if path == "native" else None
-    try:
+    """Decode on ``path`` ("native", "ahead", "ahead-2" or "python") inside the block; the
+    choice before it after."""
+    with pytest.MonkeyPatch.context() as patched:
+        choose(patched, path)
         yield
-    finally:
-        record_path.CHOSEN = saved
 
 
 def choose(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
-    """Decode on ``path`` ("native" or "python") for the rest of the test."""
-    monkeypatch.setattr(record_path, "CHOSEN", native_module() if path == "native" else None)
+    """Decode on ``path`` ("native", "ahead", "ahead-2" or "python") for the rest of the test."""
+    for (module, name), value in _settings(path).items():
+        monkeypatch.setattr(module, name, value)
 
 
 @pytest.fixture(params=PATHS)

@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, Span, SpanKind, Tracer
 
-from benchmarks import ownership_log, throughput, trace_picture
+from benchmarks import ownership_log, throughput_report, trace_picture
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -62,7 +62,7 @@ def test_the_throughput_chart_draws_a_panel_per_broker(tmp_path: Path) -> None:
     cells = [cell("embedded", "none", 400_000, 200_000), cell("embedded", "lz4", 150_000, None),
              cell("kafka", "none", 380_000, 190_000)]
     out = tmp_path / "charts" / "throughput.png"
-    throughput.plot(cells, ["groupclient", "confluent-kafka"], out)
+    throughput_report.plot(cells, ["groupclient", "confluent-kafka"], out)
     assert png_size(out) == (round(6.0 * 120), 2 * 4 * 120)
 
 

@@ -45,6 +45,19 @@ _COMPRESSION_MASK, _TIMESTAMP_TYPE_MASK, _CONTROL_MASK = 0x07, 0x08, 0x20
 # message's fixed fields; a shorter one cannot be stepped over
 _SHORTEST = 14
 
+# The compiled path decodes an answer of compressed batches of this many bytes or more ahead,
+# on worker threads (native/src/ahead.rs): starting a thread costs ~30 us, a 64 KiB batch's
+# decompression 30-150 us.  Not uncompressed ones: there the workers would only check CRCs and
+# parse, less than handing each batch over costs (benchmarks/decode.py: 100 B values the same,
+# 1 KB 10-20% slower).
+AHEAD_FROM = 128 * 1024
+# Its worker threads per answer: one.  Consuming from Kafka on 2 cores (benchmarks/throughput.py),
+# one worker made GroupConsumer 8-25% faster on lz4 and zstd, two no faster than one, and two
+# made AsyncGroupConsumer (whose event loop needs the interpreter lock too) 5-15% slower than one.
+AHEAD_WORKERS = 1
+# (the tests decode uncompressed answers ahead too, to compare every input on it)
+AHEAD_UNCOMPRESSED = False
+
 # a list, as kafka-python's records have them; a tuple in records made as aiokafka's
 Headers = Sequence[tuple[str, "bytes | None"]]
 # a configured key or value deserializer bound to one topic: called with the bytes and the
@@ -201,12 +214,19 @@ def decode_batches(data: bytes, fetch_offset: int, topic: str, partition: int, k
         yield from _python_batches(buf, 0, fetch_offset, topic, partition, kd, vd, check_crcs, aiokafka, skipping)
         return
     pos = 0
+    # a big answer of compressed batches (and not one to leave aborted transactions out of,
+    # batch by batch) is decompressed and parsed by worker threads while this one builds records
+    ahead = (native.decode_ahead(buf, 0, fetch_offset, check_crcs, AHEAD_WORKERS)
+             if skipping is None and len(buf) >= AHEAD_FROM and (AHEAD_UNCOMPRESSED or _compressed(buf)) else None)
     while True:
         if skipping is not None:  # the compiled path decodes from the next batch that has records
             pos = _past_left_out(skipping, buf, pos, fetch_offset, topic, partition, check_crcs)
         # the compiled path (native/src/lib.rs): a batch per call, the same records as below
-        outcome, pos, found = native.decode_batch(buf, pos, fetch_offset, topic, partition, kd, vd, check_crcs,
-                                                  aiokafka, ConsumerRecord)
+        if ahead is not None:
+            outcome, pos, found = ahead.decode(topic, partition, kd, vd, aiokafka, ConsumerRecord)
+        else:
+            outcome, pos, found = native.decode_batch(buf, pos, fetch_offset, topic, partition, kd, vd, check_crcs,
+                                                      aiokafka, ConsumerRecord)
         if outcome == native.RECORDS:
             yield found
         elif outcome == native.END:
@@ -218,6 +238,12 @@ def decode_batches(data: bytes, fetch_offset: int, topic: str, partition: int, k
             yield from _python_batches(buf, pos, fetch_offset, topic, partition, kd, vd, check_crcs, aiokafka,
                                        skipping)
             return
+
+
+def _compressed(buf: bytes) -> bool:
+    """Whether the answer's first batch is a compressed v2 batch (a producer compresses all its
+    batches or none, and a topic's compression.type is one codec)."""
+    return len(buf) >= _HEADER.size and buf[_MAGIC_AT] >= 2 and bool(buf[22] & _COMPRESSION_MASK)
 
 
 def _python_batches(buf: bytes, start: int, fetch_offset: int, topic: str, partition: int, kd: Deserializer,

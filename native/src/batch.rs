@@ -53,6 +53,9 @@ pub enum Step {
     /// a batch the Python path decodes: an old message format, a CRC mismatch, an unknown codec,
     /// malformed records
     Python,
+    /// (`one` only) a batch without records to hand out: before the fetch offset, or a
+    /// transaction marker; the next batch starts at the position given
+    Skip(usize),
 }
 
 pub struct Parsed {
@@ -98,12 +101,37 @@ fn be_i64(b: &[u8], at: usize) -> i64 {
     i64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// The batch at `pos`, or where the walk ends.  `Step::Batch` with no records is a batch whose
-/// records all come before the fetch offset (the Python path yields an empty list for it too).
+/// The next batch at or after `pos` with records from the fetch offset on, or where the walk
+/// ends.  `Step::Batch` with no records is a batch whose records all come before the fetch
+/// offset (the Python path yields an empty list for it too).
 pub fn step(buf: &[u8], pos: usize, fetch_offset: i64, check_crcs: bool) -> Step {
     let mut pos = pos;
-    let end = buf.len();
     loop {
+        match one(buf, pos, fetch_offset, check_crcs) {
+            Step::Skip(next) => pos = next,
+            found => return found,
+        }
+    }
+}
+
+/// Where the batch at `pos` ends, without reading it; None where `one` answers End or Python
+/// from the same checks (the walk cannot step over it).
+pub fn batch_end(buf: &[u8], pos: usize) -> Option<usize> {
+    if pos + MAGIC_AT + 1 > buf.len() {
+        return None;
+    }
+    let length = be_i32(buf, pos + 8) as i64;
+    let batch_end = pos as i64 + 12 + length;
+    if batch_end > buf.len() as i64 || buf[pos + MAGIC_AT] < 2 || length < (HEADER - 12) as i64 {
+        return None;
+    }
+    Some(batch_end as usize)
+}
+
+/// The batch at `pos` only: `Step::Skip` for one without records to hand out.
+pub fn one(buf: &[u8], pos: usize, fetch_offset: i64, check_crcs: bool) -> Step {
+    let end = buf.len();
+    {
         if pos + MAGIC_AT + 1 > end {
             return Step::End;
         }
@@ -128,15 +156,13 @@ pub fn step(buf: &[u8], pos: usize, fetch_offset: i64, check_crcs: bool) -> Step
             return Step::Python;
         };
         if last_offset < fetch_offset {
-            pos = batch_end;
-            continue;
+            return Step::Skip(batch_end);
         }
         if check_crcs && crc32c::crc32c(&buf[pos + CRC_START..batch_end]) != crc {
             return Step::Python; // it raises the CRC error, after the batches before it
         }
         if attributes & CONTROL_MASK != 0 {
-            pos = batch_end; // transaction markers are not records
-            continue;
+            return Step::Skip(batch_end); // transaction markers are not records
         }
         let codec = (attributes & COMPRESSION_MASK) as u16;
         let section = if codec == 0 {
@@ -149,7 +175,7 @@ pub fn step(buf: &[u8], pos: usize, fetch_offset: i64, check_crcs: bool) -> Step
         };
         let log_append = attributes & TIMESTAMP_TYPE_MASK != 0;
         let batch = BatchFields { base_offset, base_ts, max_ts, log_append, count, fetch_offset };
-        return match parse_records(section.bytes(buf), &batch) {
+        match parse_records(section.bytes(buf), &batch) {
             Ok((records, headers)) => Step::Batch(Parsed {
                 epoch,
                 timestamp_type: if log_append { 1 } else { 0 },
@@ -159,7 +185,7 @@ pub fn step(buf: &[u8], pos: usize, fetch_offset: i64, check_crcs: bool) -> Step
                 next: batch_end,
             }),
             Err(Fallback) => Step::Python,
-        };
+        }
     }
 }
 

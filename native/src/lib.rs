@@ -16,6 +16,7 @@
 //! the collector off, the same run), and they filled the old generation that full collections
 //! walk.
 
+mod ahead;
 mod batch;
 mod codecs;
 
@@ -70,13 +71,17 @@ fn decode_batch<'py>(
     };
     let parsed = match step {
         Step::End => return (END, pos, py.None()).into_pyobject(py),
-        Step::Python => return (PYTHON, pos, py.None()).into_pyobject(py),
+        Step::Python | Step::Skip(_) => return (PYTHON, pos, py.None()).into_pyobject(py), // (no Skip from step)
         Step::Batch(parsed) => parsed,
     };
-    let next = parsed.next;
     let maker = Maker { py, data, topic, partition, key_deserializer, value_deserializer, aiokafka, record_type };
-    match maker.records(&parsed)? {
-        Made::All(records) => (RECORDS, next, records).into_pyobject(py),
+    built(py, &maker, &parsed, pos)
+}
+
+/// A parsed batch's answer: `(RECORDS, next position, records)`, or `(DESERIALIZER, pos, ...)`.
+fn built<'py>(py: Python<'py>, maker: &Maker<'_, 'py>, parsed: &Parsed, pos: usize) -> PyResult<Bound<'py, PyTuple>> {
+    match maker.records(parsed)? {
+        Made::All(records) => (RECORDS, parsed.next, records).into_pyobject(py),
         Made::Failed { offset, which, error, before } => {
             (DESERIALIZER, pos, (offset, which, error, before)).into_pyobject(py)
         }
@@ -253,6 +258,8 @@ fn untrack(object: &Bound<'_, PyAny>) {
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(decode_batch, module)?)?;
+    module.add_function(wrap_pyfunction!(ahead::decode_ahead, module)?)?;
+    module.add_class::<ahead::Ahead>()?;
     module.add("VERSION", env!("CARGO_PKG_VERSION"))?;
     module.add("RECORDS", RECORDS)?;
     module.add("END", END)?;

@@ -78,6 +78,7 @@ def test_what_producers_write_reads_the_same_on_both_paths(cluster: EmbeddedClus
     native = read_all(cluster.bootstrap_servers, topic, "native")
     assert len(native) == COUNT
     assert native == read_all(cluster.bootstrap_servers, topic, "python")
+    assert native == read_all(cluster.bootstrap_servers, topic, "ahead")
     expected = [(k, v, list(h)) for k, v, h in map(record, range(COUNT))]
     # librdkafka gives a record without headers no headers, and kafka-python []: both read as []
     assert [(r[6], r[7], list(r[8])) for r in native] == expected

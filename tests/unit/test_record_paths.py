@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from kafka.errors import CorruptRecordError
 from kafka.record.util import calc_crc32c
 
-from groupclient.consumer import record_path
+from groupclient.consumer import record_path, records
 from groupclient.consumer.records import decode_batches, next_offset
 from groupclient.errors import ConfigurationError, RecordDeserializationError
 from tests.record_paths import native_module, on_path
@@ -46,9 +46,11 @@ def decoded(path: str, data: bytes, fetch_offset: int = 0, *, kd: Any = None, vd
 
 
 def same_on_both(data: bytes, fetch_offset: int = 0, **options: Any) -> Outcome:
+    """The outcome on the compiled path, the same batch by batch, decoded ahead (one worker and
+    two) and on the Python path."""
     native = decoded("native", data, fetch_offset, **options)
-    python = decoded("python", data, fetch_offset, **options)
-    assert native == python
+    for path in ("ahead", "ahead-2", "python"):
+        assert decoded(path, data, fetch_offset, **options) == native, path
     return native
 
 
@@ -329,6 +331,8 @@ def test_any_damage_gives_the_same_outcome_on_both_paths(batches: list[list[Any]
         data = data[:cut % (len(data) + 1)]
     native = decode_anything("native", bytes(data), 0, check_crcs)
     assert native == decode_anything("python", bytes(data), 0, check_crcs)
+    assert native == decode_anything("ahead", bytes(data), 0, check_crcs)
+    assert native == decode_anything("ahead-2", bytes(data), 0, check_crcs)
 
 
 def test_the_environment_variable_chooses_and_a_bad_value_says_what_to_set() -> None:
@@ -347,3 +351,39 @@ def test_groupclient_version_says_which_path_decodes(choice: str) -> None:
                          text=True, timeout=60, check=True).stdout
     assert ("record path: python" if choice == "python" else "record path: native") in out, out
 
+
+
+def threads() -> int:
+    """This process's threads, Rust's included (threading.enumerate() sees Python's only)."""
+    return len(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_a_big_compressed_answer_is_decoded_ahead_and_its_worker_ends_with_it() -> None:
+    module = native_module()
+    started: list[int] = []
+
+    class Counting:  # the compiled module, counting the answers it decodes ahead
+        def __getattr__(self, name: str) -> Any:
+            return getattr(module, name)
+
+        def decode_ahead(self, *args: Any) -> Any:
+            started.append(len(args[0]))
+            return module.decode_ahead(*args)
+
+    records_: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]] = [
+        (None, b"value %d " % i * 20, [("h", b"x")]) for i in range(400)]
+    data = b"".join(batch(i * 400, records_, 3) for i in range(30))  # lz4, ~2 x 128 KiB
+    assert len(data) >= records.AHEAD_FROM
+    with on_path("python"):
+        expected = [tuple(r) for b in decode_batches(data, 0, "t", 3, None, None, True) for r in b]
+    before = threads()
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(record_path, "CHOSEN", Counting())
+        assert [tuple(r) for b in decode_batches(data, 0, "t", 3, None, None, True) for r in b] == expected
+        assert started == [len(data)]
+        walk = decode_batches(data, 0, "t", 3, None, None, True)
+        assert len(next(walk)) == 400
+        assert threads() == before + 1  # the worker, holding the batches it decoded ahead
+        del walk  # the answer let go part-way (a seek, a revoked partition): the worker is joined
+        assert threads() == before
