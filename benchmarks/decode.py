@@ -10,6 +10,12 @@ snappy compress them ~2.5x, gzip and zstd ~4-5x), built by kafka-python's batch 
 fetch answers of 1 MiB (max_partition_fetch_bytes).  Each run decodes every answer with
 records.decode_batches, as the fetcher does (CRCs checked, no deserializers, kafka-python's
 record shape); per cell the median of --runs runs, and native / python.
+
+The Cython column, where aiokafka is installed: aiokafka's Cython record decoder
+(aiokafka.record._crecords: MemoryRecords, each batch's CRC validated, every DefaultRecord made
+and its value read) on the same answers.  It is the measurement the choice of Rust over Cython
+rests on (docs/performance.md); aiokafka's fetcher then also makes a ConsumerRecord per record
+in Python, which this column does not count.
 """
 
 from __future__ import annotations
@@ -65,13 +71,37 @@ def decode_all(data: list[bytes]) -> int:
     return count
 
 
+def cython_decode_all(data: list[bytes]) -> int:
+    """aiokafka's Cython decoder: every batch's CRC validated, every record made."""
+    from aiokafka.record._crecords import MemoryRecords  # type: ignore[import-untyped, unused-ignore]
+
+    count = 0
+    for answer in data:
+        found = MemoryRecords(answer)
+        while found.has_next():
+            batch = found.next_batch()
+            batch.validate_crc()
+            for record in batch:
+                record.value  # noqa: B018 (read, as a consumer does)
+                count += 1
+    return count
+
+
+def cython_available() -> bool:
+    try:
+        from aiokafka.record._crecords import MemoryRecords  # noqa: F401  # type: ignore[import-untyped, unused-ignore]
+    except ImportError:
+        return False
+    return True
+
+
 def rate(path: str, data: list[bytes], records: int) -> float:
     saved = record_path.CHOSEN
     record_path.CHOSEN = record_path.NATIVE if path == "native" else None
     try:
         gc.collect()
         started = time.perf_counter()
-        decoded = decode_all(data)
+        decoded = cython_decode_all(data) if path == "cython" else decode_all(data)
         elapsed = time.perf_counter() - started
     finally:
         record_path.CHOSEN = saved
@@ -91,17 +121,21 @@ def main(argv: list[str] | None = None) -> int:
         print("the compiled record path is not installed (no Rust toolchain at install): nothing to compare",
               file=sys.stderr)
         return 1
-    print("| value size | codec | native records/s | python records/s | native / python |")
-    print("|---|---|---|---|---|")
+    paths = ["native", "python"] + (["cython"] if cython_available() else [])
+    cython_heads = " aiokafka Cython records/s | native / Cython |" if "cython" in paths else ""
+    print(f"| value size | codec | native records/s | python records/s | native / python |{cython_heads}")
+    print("|---|---|---|---|---|" + ("---|---|" if "cython" in paths else ""))
     for size in (int(s) for s in args.sizes.split(",")):
         for name in args.codecs.split(","):
             data, records = answers(size, CODECS[name], args.records, args.batch_kib)
-            rates: dict[str, list[float]] = {"native": [], "python": []}
+            rates: dict[str, list[float]] = {path: [] for path in paths}
             for _ in range(args.runs):
-                for path in ("native", "python"):
+                for path in paths:
                     rates[path].append(rate(path, data, records))
             native, python = statistics.median(rates["native"]), statistics.median(rates["python"])
-            print(f"| {size} B | {name} | {native:,.0f} | {python:,.0f} | {native / python:.2f} |", flush=True)
+            cython = f" {statistics.median(rates['cython']):,.0f} | {native / statistics.median(rates['cython']):.2f} |" \
+                if "cython" in paths else ""
+            print(f"| {size} B | {name} | {native:,.0f} | {python:,.0f} | {native / python:.2f} |{cython}", flush=True)
     return 0
 
 

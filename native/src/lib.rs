@@ -120,6 +120,10 @@ impl<'py> Maker<'_, 'py> {
         let epoch = parsed.epoch.into_pyobject(py)?.into_any();
         let timestamp_type = parsed.timestamp_type.into_pyobject(py)?.into_any();
         let no_header_size = (-1i64).into_pyobject(py)?.into_any();
+        // the fields the collector could follow: the partition (the caller's object, once per
+        // batch) and a deserializer's outcome; the rest are ints, str, bytes and None made here,
+        // and the headers untracked (Maker::headers)
+        let partition_followed = may_be_followed(self.partition);
         for record in &parsed.records {
             let key = bytes_or_none(py, section, record.key);
             let value = bytes_or_none(py, section, record.value);
@@ -137,6 +141,9 @@ impl<'py> Maker<'_, 'py> {
             } else {
                 record.header_size.into_pyobject(py)?.into_any()
             };
+            let followed = partition_followed
+                || (self.key_deserializer.is_some() && may_be_followed(&key))
+                || (self.value_deserializer.is_some() && may_be_followed(&value));
             let fields: [Bound<'py, PyAny>; FIELDS] = [
                 self.topic.clone().into_any(),
                 self.partition.clone(),
@@ -152,7 +159,7 @@ impl<'py> Maker<'_, 'py> {
                 record.value.len.into_pyobject(py)?.into_any(),
                 header_size,
             ];
-            out.append(self.new_record(fields)?)?;
+            out.append(self.new_record(fields, followed)?)?;
         }
         Ok(Made::All(out))
     }
@@ -200,11 +207,9 @@ impl<'py> Maker<'_, 'py> {
     }
 
     /// ``tuple.__new__(record_type, fields)``, as records.py makes a record (no Python frame);
-    /// untracked by the collector when none of its fields is tracked.
-    fn new_record(&self, fields: [Bound<'py, PyAny>; FIELDS]) -> PyResult<Bound<'py, PyAny>> {
+    /// untracked by the collector unless one of its fields may be ``followed``.
+    fn new_record(&self, fields: [Bound<'py, PyAny>; FIELDS], followed: bool) -> PyResult<Bound<'py, PyAny>> {
         let py = self.py;
-        // the headers (index 8) are this module's own, untracked (Maker::headers)
-        let followed = fields.iter().enumerate().any(|(i, field)| i != 8 && may_be_followed(field));
         // SAFETY: record_type is a tuple subclass (a namedtuple): PyType_GenericAlloc makes an
         // instance of FIELDS empty slots, which PyTuple_SetItem fills (each call takes over the
         // reference it is given) before the object is shared with anything.
