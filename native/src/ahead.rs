@@ -65,6 +65,9 @@ pub struct Ahead {
     buf: Py<PyBytes>,
     taken: Mutex<Taken>,
     workers: Mutex<Vec<JoinHandle<()>>>,
+    /// the process that started the workers: a child forked from it has none of them (a fork
+    /// copies only the forking thread), so there the Python path decodes the rest
+    pid: u32,
 }
 
 #[pyfunction]
@@ -119,7 +122,12 @@ pub fn decode_ahead(buf: &Bound<'_, PyBytes>, pos: usize, fetch_offset: i64, che
             }
         }
     }
-    Ok(Ahead { buf: buf.clone().unbind(), taken: Mutex::new(Taken { found, index: 0, pos }), workers: Mutex::new(handles) })
+    Ok(Ahead {
+        buf: buf.clone().unbind(),
+        taken: Mutex::new(Taken { found, index: 0, pos }),
+        workers: Mutex::new(handles),
+        pid: std::process::id(),
+    })
 }
 
 #[pymethods]
@@ -138,6 +146,9 @@ impl Ahead {
         record_type: &Bound<'py, PyType>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let mut taken = self.taken.lock().expect("not poisoned");
+        if std::process::id() != self.pid {
+            return (PYTHON, taken.pos, py.None()).into_pyobject(py); // a forked child: no workers here
+        }
         let parsed = loop {
             let which = taken.index % taken.found.len();
             let found = match taken.found[which].try_recv() {
@@ -178,7 +189,12 @@ impl Drop for Ahead {
     fn drop(&mut self) {
         // each worker's next send fails, and it ends: at most one batch's work away
         self.taken.get_mut().expect("not poisoned").found.clear();
-        for worker in self.workers.get_mut().expect("not poisoned").drain(..) {
+        let workers = std::mem::take(self.workers.get_mut().expect("not poisoned"));
+        if std::process::id() != self.pid {
+            std::mem::forget(workers); // a forked child: its threads are the parent's, not to join
+            return;
+        }
+        for worker in workers {
             let _ = worker.join();
         }
     }

@@ -53,9 +53,12 @@ RUNS: dict[str, Runner] = {
         contexts.aio_listener),
     # docs/performance.md
     "docs/performance.md: $ groupclient --version": Transcript(),
-    "docs/performance.md: nice -n 5 python benchmarks/throughput.py --brokers embedded --sizes 100 --codecs "
-    "none,lz4 --partitions 6 --runs 3 --clients groupclient,groupclient-py,confluent-kafka,groupclient-aio,"
-    "groupclient-aio-py,aiokafka": Synopsis(),
+    "docs/performance.md: python -m build --wheel --outdir dist .": Mirrored(
+        ("tests/docs/test_record_path_install.py::test_a_wheel_built_with_a_toolchain_holds_the_compiled_record_path",
+         "tests/docs/test_record_path_install.py::test_without_a_toolchain_the_install_is_pure_python_and_says_so"),
+        "builds a wheel of a copy of the checkout, with a Rust toolchain and without"),
+    "docs/performance.md: nice -n 5 python benchmarks/throughput.py --matrix --out matrix.json --plot "
+    "docs/throughput-matrix.png --docs docs/performance.md": Synopsis(),
     "docs/performance.md: python benchmarks/decode.py --sizes 100,1000 --records 300000 --runs 3": Command(
         (("--sizes 100,1000 --records 300000 --runs 3", "--sizes 100 --codecs lz4,gzip --records 5000 --runs 1"),)),
     # docs/cli.md
