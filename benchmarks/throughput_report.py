@@ -176,7 +176,8 @@ def plot(cells: list[dict[str, Any]], clients: list[str], path: Path) -> None:
         ax.set_ylabel("records/s (steady state)")
         ax.set_title(f"broker: {broker}")
         ax.grid(axis="y", which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        # beside the bars, not over the first cell's
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
