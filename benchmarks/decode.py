@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kafka.record.default_records import DefaultRecordBatchBuilder  # noqa: E402
 
-from benchmarks.throughput import values  # noqa: E402
+from benchmarks.throughput_topics import values  # noqa: E402
 from groupclient.consumer import record_path  # noqa: E402
 from groupclient.consumer.records import decode_batches  # noqa: E402
 

@@ -132,7 +132,7 @@ def produce(bootstrap: str, topic: str, records: int, partitions: int, value_siz
     values), a full batch per partition in turn; the seconds it took.  Raises unless every record
     is on the broker.  benchmarks/throughput.py's producer (confluent-kafka's, batch 64 KiB,
     linger 10 ms; kafka-python's if it is absent)."""
-    from benchmarks.throughput import produce as fill
+    from benchmarks.throughput_topics import produce as fill
 
     body = (b"0123456789abcdef" * (value_size // 16 + 1))[:value_size]
     return fill(bootstrap, topic, partitions, "none", value_size, records, payloads=itertools.repeat(body),
