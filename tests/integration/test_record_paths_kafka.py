@@ -49,7 +49,10 @@ def broker() -> Iterator[Any]:
 
     if missing_tools():
         pytest.skip(f"Apache Kafka needs {', '.join(missing_tools())}")
-    with KafkaBroker(version=VERSION) as running:
+    # the records carry fixed timestamps of 2023 (JavaProducer.java): under the default 7-day
+    # retention the broker's retention check (first 30 s after start, then every 5 min) deletes
+    # them, and a test reading after it finds the log starting at its end
+    with KafkaBroker(version=VERSION, properties={"log.retention.ms": "-1"}) as running:
         yield running
 
 
