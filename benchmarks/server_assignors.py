@@ -39,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from groupclient.coordinator.consumer_group.assignors import (  # noqa: E402
-    ASSIGNORS, Assignment, MemberSpec,
+    SERVER_ASSIGNORS as ASSIGNORS, Assignment, MemberSpec,
 )
 
 Assign = Callable[[Sequence[MemberSpec], Mapping[uuid.UUID, int]], dict[str, Assignment]]

@@ -8,7 +8,7 @@ from .structs import ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, Topi
 from .consumer.group_consumer import GroupConsumer
 from .consumer.settings import ConsumerSettings
 from .consumer.interceptors import ConsumerInterceptor
-from .consumer.listener import ConsumerRebalanceListener
+from .consumer.listener import ConsumerRebalanceListener, RebalanceListener
 from .consumer.rebalance_events import RebalanceEvent
 from .errors import (
     ArgumentTypeError, CommitFailedError, ConcurrentAccessError, ConfigurationError, FatalError, FatalGroupError,
@@ -24,6 +24,6 @@ __all__ = [
     "ConsumerRebalanceListener", "FatalError", "FatalGroupError", "GroupClientError", "GroupConsumer",
     "IllegalStateError", "InternalError",
     "KafkaTimeoutError", "NoBrokersAvailableError", "OffsetAndMetadata", "OffsetAndTimestamp", "RebalanceEvent",
-    "RebalanceInProgressError", "RebalanceListenerError", "RecordDeserializationError", "RetriableError", "TopicPartition",
+    "RebalanceInProgressError", "RebalanceListener", "RebalanceListenerError", "RecordDeserializationError", "RetriableError", "TopicPartition",
     "UnassignedPartitionError", "WakeupError", "__version__",
 ]

@@ -50,8 +50,8 @@ def _parser() -> argparse.ArgumentParser:
                           ("min-session-timeout-ms", 45000), ("max-session-timeout-ms", 60000)):
         kip848.add_argument(f"--consumer-{name}", type=positive_int, default=default, metavar="MS",
                             help=f"group.consumer.{name.replace('-', '.')} (default {default})")
-    kip848.add_argument("--consumer-assignors", default="uniform,range", metavar="LIST",
-                        help="group.consumer.assignors: the first is the default (default uniform,range)")
+    kip848.add_argument("--consumer-assignors", default=None, metavar="LIST",
+                        help="group.consumer.assignors: the first is the default (default: all the coordinator has)")
     kip848.add_argument("--consumer-max-size", type=positive_int, default=2**31 - 1, metavar="N",
                         help="group.consumer.max.size (default 2147483647)")
     security = coord.add_argument_group("security (every listener)")
@@ -154,7 +154,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 group_consumer_session_timeout_ms=args.consumer_session_timeout_ms,
                 group_consumer_min_session_timeout_ms=args.consumer_min_session_timeout_ms,
                 group_consumer_max_session_timeout_ms=args.consumer_max_session_timeout_ms,
-                group_consumer_assignors=_names(args.consumer_assignors),
+                group_consumer_assignors=CoordinatorConfig.group_consumer_assignors if args.consumer_assignors is None
+                else _names(args.consumer_assignors),
                 group_consumer_max_size=args.consumer_max_size)
         except ValueError as exc:
             parser.error(str(exc))

@@ -1,7 +1,8 @@
 """The layer table of docs/design.md, enforced: every module of groupclient belongs to a layer,
-imports only modules of its own layer or of layers above it in the table, and no modules import
-each other in a loop.  Imports are read with ``ast``, wherever they stand: inside functions and
-under ``if TYPE_CHECKING:`` too (a type-only import is still a dependency a reader must follow).
+imports only modules of its own layer or of layers above it in the table, layers kept apart
+(``APART``) do not import each other at all, and no modules import each other in a loop.
+Imports are read with ``ast``, wherever they stand: inside functions and under
+``if TYPE_CHECKING:`` too (a type-only import is still a dependency a reader must follow).
 
 ``python -m tests.test_layers`` prints every module's layer and imports.
 """
@@ -21,6 +22,11 @@ DESIGN = ROOT / "docs" / "design.md"
 
 # Loops that stay, each with why (none today: add one only with a reason a reader accepts).
 ALLOWED_CYCLES: dict[frozenset[str], str] = {}
+
+# Layers of the table that must not import each other either way, although the table puts one above
+# the other (a table orders its rows; it cannot say "side by side"): the two kinds of group, which
+# meet only in the group coordinator below both.
+APART: tuple[frozenset[str], ...] = (frozenset({"classic groups", "consumer groups"}),)
 
 
 @dataclass(frozen=True)
@@ -151,10 +157,11 @@ def cycles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
     return found
 
 
-def problems() -> list[str]:
+def problems(edges: dict[str, dict[str, int]] | None = None) -> list[str]:
+    """Every import against the table, or loop (in ``edges``, the package's imports by default)."""
     layers = read_layers(DESIGN.read_text())
     known = modules()
-    edges = graph()
+    edges = graph() if edges is None else edges
     found = []
     if not layers:
         return ["docs/design.md has no layer table under '## Layers'"]
@@ -168,6 +175,9 @@ def problems() -> list[str]:
             if theirs is not None and theirs.index > own.index:
                 found.append(f"{known[name].relative_to(ROOT)}:{line} ({own.name}) imports {target} "
                              f"({theirs.name}), a layer below it in the table")
+            elif theirs is not None and frozenset({own.name, theirs.name}) in APART:
+                found.append(f"{known[name].relative_to(ROOT)}:{line} ({own.name}) imports {target} "
+                             f"({theirs.name}), a layer kept apart from it")
     for component in cycles(edges):
         if frozenset(component) not in ALLOWED_CYCLES:
             ties = [f"{a} -> {b} (line {edges[a][b]})" for a in component for b in sorted(edges[a]) if b in component]
@@ -187,6 +197,8 @@ def test_the_layer_table_covers_what_the_package_has() -> None:
     listed = {p for layer in layers for p in layer.paths}
     missing = [p for p in listed if not (ROOT / p).exists()]
     assert not missing, f"docs/design.md names paths that do not exist: {missing}"
+    unknown = [pair for pair in APART if not pair <= set(names)]
+    assert not unknown, f"APART names layers the table does not have: {unknown}"
 
 
 def test_the_checker_sees_an_upward_import_a_type_only_one_and_a_loop() -> None:
@@ -197,6 +209,16 @@ def test_the_checker_sees_an_upward_import_a_type_only_one_and_a_loop() -> None:
     found = set(imports_in(source, "groupclient.network.client", False, modules()))
     assert {("groupclient.consumer.fetcher", 3), ("groupclient.spark.batch", 5)} <= found
     assert cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
+
+
+def test_the_checker_keeps_the_two_kinds_of_group_apart_both_ways() -> None:
+    """The table puts the classic groups above the consumer groups, yet neither may import the other."""
+    edges = graph()
+    edges["groupclient.coordinator.classic_group.groups"]["groupclient.coordinator.consumer_group.group"] = 1
+    edges["groupclient.coordinator.consumer_group.service"]["groupclient.coordinator.classic_group.metadata"] = 2
+    found = problems(edges)
+    assert len(found) == 2 and all("kept apart" in f or "a layer below it" in f for f in found), found
+    assert any("consumer_group/service.py:2 (consumer groups)" in f and "kept apart" in f for f in found), found
 
 
 if __name__ == "__main__":

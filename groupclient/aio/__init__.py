@@ -12,6 +12,6 @@ from __future__ import annotations
 
 from . import errors, structs
 from .consumer import AsyncGroupConsumer
-from .listener import ConsumerRebalanceListener
+from .listener import ConsumerRebalanceListener, RebalanceListener
 
-__all__ = ["AsyncGroupConsumer", "ConsumerRebalanceListener", "errors", "structs"]
+__all__ = ["AsyncGroupConsumer", "ConsumerRebalanceListener", "RebalanceListener", "errors", "structs"]

@@ -16,8 +16,8 @@ What differs, and why, is in docs/asyncio.md ("Migrating from aiokafka"):
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeVar
 
 from ..consumer.config import CLASSIC_ONLY, build_config
 
@@ -33,7 +33,35 @@ AIOKAFKA_DEFAULTS: dict[str, Any] = {
 _AIOKAFKA_ONLY = {"loop": None, "consumer_timeout_ms": 200, "rebalance_timeout_ms": None}
 
 
-def _assignor(strategy: Any) -> Any:
+T_co = TypeVar("T_co", covariant=True)
+
+
+class AioDeserializerObject(Protocol[T_co]):
+    """A kafka-python ``Deserializer`` object as AsyncGroupConsumer calls it: records are made as
+    aiokafka makes them, so ``data`` is None for a missing key or value, and the headers are a
+    tuple of ``(key, value)`` pairs."""
+
+    def deserialize(self, topic: str, headers: tuple[tuple[str, bytes | None], ...], data: bytes | None,
+                    /) -> T_co:
+        """The key or value made of ``data``."""
+        ...
+
+
+class AioTopicDeserializerObject(Protocol[T_co]):
+    """The older form, ``deserialize(topic, data)``, as AsyncGroupConsumer calls it."""
+
+    def deserialize(self, topic: str, data: bytes | None, /) -> T_co:
+        """The key or value made of ``data``."""
+        ...
+
+
+# AsyncGroupConsumer's key_deserializer and value_deserializer: as aiokafka's, a callable called
+# with the bytes, and with None for a missing key or value (a tombstone) too; or a Deserializer
+# object.  What it returns is K (V) of AsyncGroupConsumer[K, V].
+Deserializer = Callable[[bytes | None], T_co] | AioDeserializerObject[T_co] | AioTopicDeserializerObject[T_co]
+
+
+def _assignor(strategy: object) -> object:
     """aiokafka's own assignor classes (aiokafka.coordinator.assignors.*) by their name."""
     module = getattr(strategy, "__module__", "") or ""
     name = getattr(strategy, "name", None)

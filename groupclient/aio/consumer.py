@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from ..consumer.any_thread import AnyThreadAccess
 from ..consumer.group_consumer import GroupConsumer, GroupMetadata
@@ -26,14 +26,14 @@ from ..consumer.queries import check_partition
 from ..consumer.rebalance_events import RebalanceEvent
 from ..errors import ArgumentTypeError, ConfigurationError, IllegalStateError, KafkaTimeoutError
 from ..otel.providers import api_installed
-from ..structs import ConsumerRecord, TopicPartition
-from .config import translate
+from ..structs import ConsumerRecord, K, TopicPartition, V
+from .config import Deserializer, translate
 from .consumer_thread import Background, ConsumerThread
 from .errors import ConsumerStoppedError
 from .fetch_jobs import FetchJobs
-from .listener import LoopListener
+from .listener import LoopListener, RebalanceListener
 from .offsets import AsyncOffsets
-from .record_buffer import RecordBuffer, Records
+from .record_buffer import RecordBuffer
 from .subscribing import AsyncSubscriptions, Mode, check_subscription
 
 if TYPE_CHECKING:
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("groupclient.aio")
 
 T = TypeVar("T")
+# what getmany() returns: an AsyncGroupConsumer[K, V]'s records, by partition
+Records = dict[TopicPartition, list[ConsumerRecord[K, V]]]
 
 _NAMES = itertools.count(1)
 CLOSE_TIMEOUT_MS = 30_000  # stop() without timeout_ms, as GroupConsumer.close()
@@ -52,7 +54,7 @@ STOP_GRACE_S = 5.0  # stop() waits this much longer than its timeout for a job a
 TURN_MS = 200
 
 
-class AsyncGroupConsumer(AsyncSubscriptions, AsyncOffsets):
+class AsyncGroupConsumer(AsyncSubscriptions, AsyncOffsets, Generic[K, V]):
     """A Kafka group consumer for asyncio: aiokafka's ``AIOKafkaConsumer`` (constructor, setting
     names, coroutines and methods) on groupclient's group logic, so switching is an import change.
 
@@ -86,18 +88,29 @@ class AsyncGroupConsumer(AsyncSubscriptions, AsyncOffsets):
     OpenTelemetry (``tracer_provider`` / ``meter_provider``, as GroupConsumer's): spans on the
     loop, in the caller's context (a process span current in ``async for``); metrics from the
     consumer thread (:mod:`groupclient.aio.telemetry`).
+
+    Types: ``AsyncGroupConsumer[K, V]``, where K and V are what ``key_deserializer`` and
+    ``value_deserializer`` return (``bytes`` without them), inferred from the constructor's
+    arguments: ``getmany()`` returns ``dict[TopicPartition, list[ConsumerRecord[K, V]]]``,
+    ``getone()`` and ``async for`` a ``ConsumerRecord[K, V]``.  As aiokafka, the deserializers
+    are called for a missing key or value too, with None (their argument is ``bytes | None``).
     """
 
-    def __init__(self, *topics: str, **configs: Any) -> None:
+    def __init__(self, *topics: str, key_deserializer: Deserializer[K] | None = None,
+                 value_deserializer: Deserializer[V] | None = None, **configs: Any) -> None:
         """aiokafka's AIOKafkaConsumer arguments (see :mod:`groupclient.aio.config`)."""
+        if key_deserializer is not None:
+            configs["key_deserializer"] = key_deserializer
+        if value_deserializer is not None:
+            configs["value_deserializer"] = value_deserializer
         self._settings = translate(configs)
         names, _ = check_subscription(list(topics), None, None) if topics else ((), None)
         self._group_id = self._settings.get("group_id")
         self._getmany_limit: int | None = self._settings.get("max_poll_records")
-        self._event_callback: Callable[[RebalanceEvent], Any] | None = self._settings.pop(
+        self._event_callback: Callable[[RebalanceEvent], object] | None = self._settings.pop(
             "rebalance_event_callback", None)
         self._mode = Mode.SUBSCRIBED if names else Mode.NONE
-        self._initial: tuple[tuple[str, ...], str | None, object | None] | None = (
+        self._initial: tuple[tuple[str, ...], str | None, RebalanceListener | None] | None = (
             (names, None, None) if names else None)
         self._initial_assign: set[TopicPartition] | None = None
         self._consumer: GroupConsumer | None = None
@@ -285,7 +298,7 @@ class AsyncGroupConsumer(AsyncSubscriptions, AsyncOffsets):
         thread.stop_background()
         closing = thread.submit(lambda: consumer.close(timeout_ms=timeout_ms))
 
-        def closed(done: asyncio.Future[Any]) -> None:
+        def closed(done: asyncio.Future[None]) -> None:
             thread.close()
             self._state = "stopped"
             if not stopped.done():
@@ -303,7 +316,7 @@ class AsyncGroupConsumer(AsyncSubscriptions, AsyncOffsets):
                         "the consumer when it is done)", self._name, budget_s)
             self._state = "stopped"
 
-    async def __aenter__(self) -> AsyncGroupConsumer:
+    async def __aenter__(self) -> AsyncGroupConsumer[K, V]:
         await self.start()
         return self
 
@@ -348,7 +361,7 @@ class AsyncGroupConsumer(AsyncSubscriptions, AsyncOffsets):
 
     # -- records -------------------------------------------------------------------------
     async def getmany(self, *partitions: TopicPartition, timeout_ms: int = 0,
-                      max_records: int | None = None) -> Records:
+                      max_records: int | None = None) -> Records[K, V]:
         """Records per partition (of ``partitions`` only, if given), at most ``max_records``
         (default max_poll_records; none set: every record fetched so far), waiting up to
         ``timeout_ms`` (0 or less: not at all) for the first.  The error the group met in the
@@ -385,14 +398,16 @@ class AsyncGroupConsumer(AsyncSubscriptions, AsyncOffsets):
             if time.monotonic() >= deadline:
                 records = self._buffer.take(access, limit, only)
                 if not records:
-                    return records
+                    return {}
                 break
         fetches.prefetch()
         if self._telemetry is not None:
             self._telemetry.received(records, started_ns)
-        return records
+        # the buffer's records are the consumer thread's GroupConsumer's, made by this consumer's
+        # deserializers
+        return cast("Records[K, V]", records)
 
-    async def getone(self, *partitions: TopicPartition) -> ConsumerRecord:
+    async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[K, V]:
         """The next record (of ``partitions`` only, if given), waiting as long as it takes."""
         self._raise_failure()
         _, access, _ = self._running()
@@ -408,16 +423,16 @@ class AsyncGroupConsumer(AsyncSubscriptions, AsyncOffsets):
                 fetches.prefetch()
                 if self._telemetry is not None:
                     self._telemetry.received(records, started_ns)
-                return next(iter(records.values()))[0]
+                return cast("ConsumerRecord[K, V]", next(iter(records.values()))[0])  # (as getmany())
             await asyncio.shield(fetches.fetch(1000))
             self._running()  # ConsumerStoppedError once stopped: async for ends
 
-    def __aiter__(self) -> AsyncGroupConsumer:
+    def __aiter__(self) -> AsyncGroupConsumer[K, V]:
         if self._state == "stopped":  # as aiokafka; a loop running when stop() comes ends instead
             raise ConsumerStoppedError("the consumer is stopped")
         return self
 
-    async def __anext__(self) -> ConsumerRecord:
+    async def __anext__(self) -> ConsumerRecord[K, V]:
         """``async for``: getone() until the consumer is stopped.  With OpenTelemetry, each
         record's process span is current in the caller's task until the next ``__anext__``."""
         telemetry = self._telemetry

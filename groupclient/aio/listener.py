@@ -3,10 +3,38 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Protocol
 
 from ..structs import TopicPartition
 from .consumer_thread import ConsumerThread
+
+
+class OnPartitionsRevoked(Protocol):
+    """A listener with ``on_partitions_revoked`` (a coroutine method, or a plain one)."""
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition], /) -> Awaitable[object] | None:
+        """See :meth:`ConsumerRebalanceListener.on_partitions_revoked`."""
+
+
+class OnPartitionsAssigned(Protocol):
+    """A listener with ``on_partitions_assigned`` (a coroutine method, or a plain one)."""
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition], /) -> Awaitable[object] | None:
+        """See :meth:`ConsumerRebalanceListener.on_partitions_assigned`."""
+
+
+class OnPartitionsLost(Protocol):
+    """A listener with ``on_partitions_lost`` (a coroutine method, or a plain one)."""
+
+    def on_partitions_lost(self, lost: set[TopicPartition], /) -> Awaitable[object] | None:
+        """See :meth:`ConsumerRebalanceListener.on_partitions_lost`."""
+
+
+# What ``AsyncGroupConsumer.subscribe(listener=...)`` takes: an object with any of the three
+# methods (each one optional, as the consumer checks at the call), each taking the set of
+# partitions, ``async def`` or plain: a :class:`ConsumerRebalanceListener`, aiokafka's, or any
+# object of your own.
+RebalanceListener = OnPartitionsRevoked | OnPartitionsAssigned | OnPartitionsLost
 
 
 class ConsumerRebalanceListener:
@@ -38,12 +66,12 @@ class LoopListener:
     """What the GroupConsumer calls on the consumer thread: each call runs the user's method on
     the loop and waits for it (:meth:`ConsumerThread.run_on_loop`)."""
 
-    def __init__(self, user: object, thread: ConsumerThread) -> None:
+    def __init__(self, user: RebalanceListener, thread: ConsumerThread) -> None:
         self._user = user
         self._thread = thread
 
     def _call(self, *names: str) -> Callable[[set[TopicPartition]], None]:
-        method: Callable[[set[TopicPartition]], Any] | None = None
+        method: Callable[[set[TopicPartition]], object] | None = None
         for name in names:
             method = getattr(self._user, name, None)
             if callable(method):

@@ -14,8 +14,8 @@ from __future__ import annotations
 import enum
 import logging
 import re
+import asyncio
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from ..consumer.any_thread import AnyThreadAccess
 from ..consumer.config import check_name
@@ -24,7 +24,7 @@ from ..consumer.queries import check_partition
 from ..errors import ArgumentTypeError, ConfigurationError, IllegalStateError
 from ..structs import TopicPartition
 from .consumer_thread import ConsumerThread
-from .listener import LoopListener
+from .listener import LoopListener, RebalanceListener
 from .record_buffer import RecordBuffer
 
 log = logging.getLogger("groupclient.aio")
@@ -40,7 +40,8 @@ class Mode(enum.Enum):
     ASSIGNED = "assigned by hand"  # assign(); assign([]) too, as aiokafka
 
 
-def check_subscription(topics: Any, pattern: Any, listener: Any) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
+def check_subscription(topics: object, pattern: object,
+                       listener: object) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
     """aiokafka's checks of ``subscribe()``'s arguments, at the call: the topic names and the
     compiled pattern (TypeError for a wrong kind of argument, ValueError for a bad name or regex)."""
     if isinstance(topics, (str, bytes)) or not isinstance(topics, (list, tuple, set, frozenset)):
@@ -66,7 +67,7 @@ def check_subscription(topics: Any, pattern: Any, listener: Any) -> tuple[tuple[
         raise ConfigurationError(f"{pattern!r} is not a valid pattern: {exc}") from None
 
 
-def check_partitions(partitions: Any) -> set[TopicPartition]:
+def check_partitions(partitions: object) -> set[TopicPartition]:
     """assign()'s argument: TopicPartitions (TypeError for anything else)."""
     if isinstance(partitions, (str, bytes)) or not isinstance(partitions, Iterable):
         raise ArgumentTypeError(f"assign() takes a list of TopicPartition, not {partitions!r}")
@@ -83,7 +84,7 @@ class AsyncSubscriptions:
     _access: AnyThreadAccess | None
     _name: str
     # before start(): what to apply once the GroupConsumer exists
-    _initial: tuple[tuple[str, ...], str | None, object | None] | None
+    _initial: tuple[tuple[str, ...], str | None, RebalanceListener | None] | None
     _initial_assign: set[TopicPartition] | None
     _membership_jobs: int  # subscribe()/unsubscribe()/assign() jobs queued and not done
     _assign_after: set[TopicPartition] | None  # an assign() queued behind them
@@ -95,7 +96,8 @@ class AsyncSubscriptions:
     def _started(self) -> bool:
         return self._state not in ("new", "starting")
 
-    def subscribe(self, topics: Iterable[str] = (), pattern: str | None = None, listener: object = None) -> None:
+    def subscribe(self, topics: Iterable[str] = (), pattern: str | None = None,
+                  listener: RebalanceListener | None = None) -> None:
         """Subscribe to topics or a regex pattern, with an optional rebalance listener (methods
         may be coroutines).  Checked at the call: TypeError for topics given as one string, both
         or neither of topics and pattern, or a listener with no listener method; ValueError for a
@@ -160,14 +162,14 @@ class AsyncSubscriptions:
             return
         access.assign(wanted)  # at once, as aiokafka: pause() or seek() may follow
 
-    def _membership(self, run: Callable[[GroupConsumer], Any]) -> None:
+    def _membership(self, run: Callable[[GroupConsumer], object]) -> None:
         """A subscription job: nobody awaits it; it runs in order with the fetches (not inside a
         rebalance); an error it meets is raised by the next getmany()/getone()."""
         consumer, _, thread = self._running()
         future = thread.submit(lambda: run(consumer))
         self._membership_jobs += 1
 
-        def done(finished: Any) -> None:
+        def done(finished: asyncio.Future[object]) -> None:
             self._membership_jobs -= 1
             error = None if finished.cancelled() else finished.exception()
             if error is not None:

@@ -76,7 +76,7 @@ class LoopTelemetry:
         if records:
             _logged(lambda: self._telemetry.trace_receive(records, started_ns))
 
-    def start_process(self, record: ConsumerRecord) -> None:
+    def start_process(self, record: ConsumerRecord[object, object]) -> None:
         """``async for`` hands ``record`` to the caller's task: its process span, current there."""
         self.end_process()
         span = _logged(lambda: self._telemetry.start_process(record, attach=False))

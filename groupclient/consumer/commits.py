@@ -23,9 +23,8 @@ from ..structs import OffsetAndMetadata, TopicPartition
 from ..clock import Timer
 from ..error_codes import error_name
 from ..errors import CommitFailedError, KafkaTimeoutError, ProtocolError, RebalanceInProgressError, RetriableError
-from ..member.any_member import AnyMember
-from ..member.consumer_member import ConsumerGroupMember
-from ..member.types import Generation
+from ..member.membership import Membership
+from ..member.types import CommitIdentity
 from ..network.future import RequestFuture
 from ..protocol.apis import ApiKey
 from ..protocol.error_table import Action, action_for, error_for
@@ -49,7 +48,7 @@ class _CompletedCommit:
 class OffsetCommitter:
     """The group's committed offsets, for the consumer: committing them and reading them back."""
 
-    def __init__(self, member: AnyMember, subscription: SubscriptionState, enable_auto_commit: bool,
+    def __init__(self, member: Membership, subscription: SubscriptionState, enable_auto_commit: bool,
                  auto_commit_interval_ms: int,
                  on_commit: Callable[[dict[TopicPartition, OffsetAndMetadata]], None] | None = None,
                  on_done: Callable[[float, BaseException | None], None] | None = None) -> None:
@@ -82,8 +81,8 @@ class OffsetCommitter:
         return future
 
     def _send_commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> RequestFuture[None]:
-        generation = self.member.generation_if_stable()
-        if generation is None:
+        identity = self.member.commit_identity()
+        if identity is None:
             if self.subscription.is_group_subscribed():
                 if self.member.rebalance_in_progress():
                     # a cooperative member keeps consuming while the group rebalances (Java's answer)
@@ -91,7 +90,7 @@ class OffsetCommitter:
                         "the member is rebalancing: commit again once poll() has completed the rebalance"))
                 return RequestFuture.failed_with(CommitFailedError(
                     "the member is not in the group; its partitions may have moved"))
-            generation = Generation()  # manual assignment: a "simple" commit
+            identity = CommitIdentity()  # manual assignment: a "simple" commit
         cfg = self.member.config
         by_topic: dict[str, list[Any]] = {}
         for tp, om in sorted(offsets.items()):
@@ -102,19 +101,19 @@ class OffsetCommitter:
 
         def build(version: int) -> Any:
             return OffsetCommitRequest(
-                version=version, group_id=cfg.group_id, generation_id_or_member_epoch=generation.generation_id,
-                member_id=generation.member_id, group_instance_id=cfg.group_instance_id, retention_time_ms=-1,
+                version=version, group_id=cfg.group_id, generation_id_or_member_epoch=identity.generation_id_or_member_epoch,
+                member_id=identity.member_id, group_instance_id=cfg.group_instance_id, retention_time_ms=-1,
                 topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=p) for t, p in by_topic.items()])
 
         future = self.member.send_to_coordinator(OffsetCommitRequest, OffsetCommitResponse, build)
-        committed: RequestFuture[None] = future.compose(lambda r, f: self._handle_commit(r, f, generation))
+        committed: RequestFuture[None] = future.compose(lambda r, f: self._handle_commit(r, f, identity))
         committed.add_errback(self.member.note_failure)  # fatal ones are kept for every poll()
         if self.on_commit is not None:
             # told on the application thread, by invoke_completed_commit_callbacks
             committed.add_callback(lambda _: self._succeeded_commits.append(offsets))
         return committed
 
-    def _handle_commit(self, response: Any, future: RequestFuture[None], sent: Generation) -> None:
+    def _handle_commit(self, response: Any, future: RequestFuture[None], sent: CommitIdentity) -> None:
         for topic in response.topics:
             for p in topic.partitions:
                 code = p.error_code
@@ -129,7 +128,7 @@ class OffsetCommitter:
                     return future.failure(RebalanceInProgressError(
                         "the group is rebalancing: commit again after the member has rejoined"))
                 elif action in (Action.RESET_MEMBER, Action.RESET_GENERATION):
-                    self.member.reset_generation_if(sent, f"OffsetCommit answered {name}",
+                    self.member.fenced_if_still(sent, f"OffsetCommit answered {name}",
                                                     keep_member_id=action is Action.RESET_GENERATION)
                     return future.failure(CommitFailedError(
                         f"commit failed ({name}): the group rebalanced and the partitions may belong to "
@@ -217,7 +216,7 @@ class OffsetCommitter:
     def maybe_auto_commit(self, now: int) -> None:
         if not self.enable_auto_commit or now < self.next_auto_commit_ms:
             return
-        if self.subscription.is_group_subscribed() and self.member.generation_if_stable() is None:
+        if self.subscription.is_group_subscribed() and self.member.commit_identity() is None:
             return  # rebalancing (a cooperative member consumes meanwhile): commit once it is done
         self.next_auto_commit_ms = now + self.auto_commit_interval_ms
         offsets = self.subscription.consumed_offsets()
@@ -235,10 +234,10 @@ class OffsetCommitter:
             if version >= 8:
                 G = OffsetFetchRequest.OffsetFetchRequestGroup
                 # v9 (KIP-848): a member with an epoch names itself, and the broker checks the epoch
-                member = self.member.generation_if_stable() if isinstance(self.member, ConsumerGroupMember) else None
+                member = self.member.offset_fetch_identity()
                 return OffsetFetchRequest(version=version, require_stable=True, groups=[G(
                     group_id=cfg.group_id, member_id=member.member_id if member else None,
-                    member_epoch=member.generation_id if member else -1,
+                    member_epoch=member.generation_id_or_member_epoch if member else -1,
                     topics=[G.OffsetFetchRequestTopics(name=t, partition_indexes=p) for t, p in by_topic.items()])])
             return OffsetFetchRequest(version=version, group_id=cfg.group_id, require_stable=True, topics=[
                 OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in by_topic.items()])

@@ -9,16 +9,12 @@ import logging
 
 from ..structs import TopicPartition
 
-from ..assignors.base import RebalanceProtocol
 from ..clock import Timer
-from ..member.consumer_member import ConsumerGroupMember
-from ..member.heartbeat_thread import HeartbeatThread
 from ..protocol.apis import ApiKey
 from ..protocol.error_table import error_for
-from .commits import OffsetCommitter
 from .parts import ConsumerParts
-from .reconciler import Reconciler
 from .subscription import SubscriptionType
+from .topic_metadata import topic_metadata_known, wait_for_topic_metadata
 
 log = logging.getLogger("groupclient.consumer")
 
@@ -58,93 +54,25 @@ class GroupPolling(ConsumerParts):
                 self._raise_pending()
                 if ready and self._positions_known_in_time(timer):
                     self._fetcher.send_fetches()
-            elif self._committer is not None:
-                self._committer.invoke_completed_commit_callbacks()
+            elif self._group is not None:
+                self._group.committer.invoke_completed_commit_callbacks()
             self._client.poll_until(None, timer, wakeup=False)
             return subscribed and self._first_assignment_in_place()
 
     def _first_assignment_in_place(self) -> bool:
-        member = self._member
-        if member is None or not self._subscription.is_group_subscribed():
-            return self._topic_metadata_known()
-        return member.is_stable() and (self._join is None or not self._join.needed_or_pending())
+        if self._group is None or not self._subscription.is_group_subscribed():
+            return topic_metadata_known(self._client, self._subscription)
+        return self._group.first_assignment_in_place()
 
     def _poll_group(self, timer: Timer) -> bool:
         """Metadata, group membership, auto-commit; True when partitions can be fetched."""
         self._group_polled_at = self._clock.monotonic_ms()
         self._client.maybe_update_metadata()
         self._raise_metadata_errors()
-        committer, hooks, member, join = self._committer, self._hooks, self._member, self._join
-        if committer is not None:
-            committer.invoke_completed_commit_callbacks()
-        if member is None and self._subscription.is_group_subscribed():
+        if self._group is not None:
+            return self._group.poll_step(timer, self._polls_are_the_applications)
+        if self._subscription.is_group_subscribed():
             return self._assign_all_partitions(timer)
-        if isinstance(member, ConsumerGroupMember) and committer is not None and self._reconciler is not None:
-            if self._subscription.is_group_subscribed():
-                return self._poll_consumer_group(member, committer, self._reconciler, timer)
-            committer.maybe_auto_commit(self._clock.monotonic_ms())
-            return True
-        if (committer is None or hooks is None or member is None or join is None
-                or not self._subscription.is_group_subscribed()):
-            if committer is not None:
-                committer.maybe_auto_commit(self._clock.monotonic_ms())
-            return True
-        now = self._clock.monotonic_ms()
-        # every turn of the poll loop counts as polling (Java's pollHeartbeat), so one long
-        # poll() on an idle topic never looks like an application that stopped polling
-        if self._polls_are_the_applications:
-            member.poll_heartbeat(now)
-        # a member that was frozen past its lease lets go before it hands out another record
-        member.check_lease(now)
-        metadata = self._client.metadata.snapshot
-        if self._subscription.pattern is not None and metadata.version:
-            if self._subscription.match_pattern(metadata.topics()):
-                member.request_rejoin(f"the pattern now matches {sorted(self._subscription.topics)}")
-        if not self._wait_for_topic_metadata(timer):
-            return False
-        if hooks.metadata_changed_since_assignment():
-            hooks.assigned_snapshot = None
-            member.request_rejoin("partition metadata changed since the last assignment")
-        if member.coordinator_unknown() and not member.ensure_coordinator_ready(timer):
-            # Java's ConsumerCoordinator.poll looks the coordinator up on every poll; meanwhile a
-            # stable member goes on fetching what it owns (its lease, checked above, says until when)
-            return member.is_stable() and not join.needed_or_pending()
-        # started before the first join, as Java does: a member waiting for its assignment
-        # heartbeats too, and reads answers while the application is away
-        self._start_heartbeat_thread()
-        if join.needed_or_pending():
-            if not self._polls_are_the_applications and member.poll_timed_out(now):
-                # left for not polling in time (groupclient.aio): it joins again when the
-                # application asks for records, not on the consumer thread's own
-                return False
-            if hooks.protocol is RebalanceProtocol.COOPERATIVE and self._subscription.assigned():
-                # KIP-429: a cooperative member goes on consuming what it owns while the group
-                # rebalances; the join advances a step per turn of the poll loop
-                join.join_group_if_needed(Timer(self._clock, 0))
-            elif not join.join_group_if_needed(timer):
-                return False
-        committer.maybe_auto_commit(self._clock.monotonic_ms())
-        member.send_heartbeat_if_due(self._clock.monotonic_ms())
-        return True
-
-    def _poll_consumer_group(self, member: ConsumerGroupMember, committer: OffsetCommitter, reconciler: Reconciler,
-                             timer: Timer) -> bool:
-        """The consumer protocol's step (KIP-848): no join to wait for; the heartbeat thread keeps
-        the member in the group, and the target assignments its answers bring are reconciled here,
-        between the application's records.  Partitions owned stay fetchable throughout."""
-        now = self._clock.monotonic_ms()
-        if self._polls_are_the_applications:
-            member.poll_heartbeat(now)  # restarts the poll timer; a member that left for not polling rejoins
-        member.check_lease(now)
-        if member.coordinator_unknown() and not member.ensure_coordinator_ready(timer):
-            reconciler.reconcile(Timer(self._clock, 0))  # the listener still hears of losses
-            return True
-        self._start_heartbeat_thread()
-        member.send_heartbeat_if_due(self._clock.monotonic_ms())
-        member.ask_session_timeout(self._clock.monotonic_ms())
-        reconciler.reconcile(timer)
-        committer.maybe_auto_commit(self._clock.monotonic_ms())
-        member.send_heartbeat_if_due(self._clock.monotonic_ms())
         return True
 
     def _raise_metadata_errors(self) -> None:
@@ -159,7 +87,7 @@ class GroupPolling(ConsumerParts):
     def _assign_all_partitions(self, timer: Timer) -> bool:
         """Without a group_id a subscription is every partition of the topics (kafka-python's
         group-less consumption), following the metadata as topics and partitions come and go."""
-        if not self._wait_for_topic_metadata(timer):
+        if not wait_for_topic_metadata(self._client, self._subscription, self._clock, timer):
             return False
         metadata = self._client.metadata.snapshot
         if self._subscription.pattern is not None:
@@ -170,30 +98,3 @@ class GroupPolling(ConsumerParts):
             log.info("consuming without a group: %s", sorted(f"{tp.topic}-{tp.partition}" for tp in wanted))
             self._subscription.set_group_assignment(wanted)
         return True
-
-    def _wait_for_topic_metadata(self, timer: Timer) -> bool:
-        """Before the first join, know the partitions of the subscribed topics (bounded by timer)."""
-        while True:
-            if self._topic_metadata_known():
-                return True
-            future = self._client.maybe_update_metadata()
-            self._client.poll_until(future, Timer(self._clock, min(timer.remaining_ms(), 100)))
-            if timer.expired():
-                return False
-
-    def _topic_metadata_known(self) -> bool:
-        metadata = self._client.metadata.snapshot
-        known = metadata.topics() | set(metadata.unavailable)
-        return bool(metadata.version) and (self._subscription.pattern is not None or self._subscription.topics <= known)
-
-    def _start_heartbeat_thread(self) -> None:
-        if self._heartbeat_thread is None and self._member is not None:
-            self._heartbeat_thread = HeartbeatThread(self._member, self._on_poll_timeout)
-            self._heartbeat_thread.start()
-
-    def _on_poll_timeout(self) -> None:
-        # runs on the heartbeat thread: drop the partitions before LeaveGroup goes out, so that no
-        # other member can be assigned a partition this one still claims
-        assert self._member is not None
-        self._member.ownership.on_ownership_lost("poll() was not called within max_poll_interval_ms")
-

@@ -4,12 +4,41 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Protocol
 
 from ..structs import TopicPartition
 
 from ..errors import RebalanceListenerError
 
 log = logging.getLogger("groupclient.consumer")
+
+
+class OnPartitionsRevoked(Protocol):
+    """A listener with ``on_partitions_revoked``."""
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition], /) -> None:
+        """See :meth:`ConsumerRebalanceListener.on_partitions_revoked`."""
+
+
+class OnPartitionsAssigned(Protocol):
+    """A listener with ``on_partitions_assigned``."""
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition], /) -> None:
+        """See :meth:`ConsumerRebalanceListener.on_partitions_assigned`."""
+
+
+class OnPartitionsLost(Protocol):
+    """A listener with ``on_partitions_lost``."""
+
+    def on_partitions_lost(self, lost: set[TopicPartition], /) -> None:
+        """See :meth:`ConsumerRebalanceListener.on_partitions_lost`."""
+
+
+# What ``GroupConsumer.subscribe(listener=...)`` takes: an object with any of the three methods
+# (each one optional, as the consumer checks when subscribing), each taking the set of
+# partitions and returning None: a :class:`ConsumerRebalanceListener`, kafka-python's, or any
+# object of your own.  (A coroutine method is refused: GroupConsumer would not await it.)
+RebalanceListener = OnPartitionsRevoked | OnPartitionsAssigned | OnPartitionsLost
 
 
 class ConsumerRebalanceListener:
@@ -38,7 +67,7 @@ class ListenerCalls:
     """Calls the user's listener and keeps the first exception for ``poll()`` to raise."""
 
     def __init__(self, observer: Callable[[str, set[TopicPartition]], None] | None = None) -> None:
-        self.listener: object | None = None  # the subscribe() call's listener
+        self.listener: RebalanceListener | None = None  # the subscribe() call's listener
         self.pending_error: BaseException | None = None
         # told of every call, listener or not (the rebalance events count partitions here)
         self.observer = observer

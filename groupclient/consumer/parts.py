@@ -7,15 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..clock import Clock, Timer
-from ..member.any_member import AnyMember
-from ..member.heartbeat_thread import HeartbeatThread
-from ..member.join import GroupJoin
 from ..network.client import NetworkClient
-from .commits import OffsetCommitter
 from .fetcher import Fetcher
-from .group_hooks import ConsumerGroupHooks
+from .group_driver import GroupDriver
 from .metrics import ConsumerMetrics
-from .reconciler import Reconciler
 from .subscription import SubscriptionState
 from .thread_ownership import ThreadOwnership
 
@@ -27,12 +22,7 @@ class ConsumerParts:
     _fetcher: Fetcher
     _subscription: SubscriptionState
     _ownership: ThreadOwnership
-    _committer: OffsetCommitter | None
-    _hooks: ConsumerGroupHooks | None
-    _member: AnyMember | None
-    _join: GroupJoin | None
-    _reconciler: Reconciler | None
-    _heartbeat_thread: HeartbeatThread | None
+    _group: GroupDriver | None  # None: no group_id
     _metrics: ConsumerMetrics | None
     _iterator: Any
 
@@ -43,4 +33,7 @@ class ConsumerParts:
         raise NotImplementedError
 
     def _positions_known_in_time(self, timer: Timer) -> bool:
+        raise NotImplementedError
+
+    def _default_timer(self, timeout_ms: int | None) -> Timer:
         raise NotImplementedError

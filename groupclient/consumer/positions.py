@@ -26,8 +26,8 @@ class PositionControl(ConsumerParts):
     def _update_fetch_positions(self, timer: Timer) -> None:
         missing = self._subscription.missing_positions()
         if missing:
-            if self._committer is not None:
-                committed = self._committer.fetch_committed(missing, timer)
+            if self._group is not None:
+                committed = self._group.committer.fetch_committed(missing, timer)
                 for tp in missing:
                     found = committed.get(tp)
                     if found is not None:

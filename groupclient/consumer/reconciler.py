@@ -133,7 +133,6 @@ class Reconciler:
     def _emit(self, target: Target, assigned: set[TopicPartition], reconciling_since: int) -> None:
         reason, arrived, _ = self.member.rebalance_timing()
         now = self.member.clock.monotonic_ms()
-        generation = self.member.current_generation()
         self.events.emit(self.events.complete(
-            self.group_id, generation.member_id, target.epoch, reason, self.member.server_assignor or "broker default",
+            self.group_id, self.member.snapshot().member_id, target.epoch, reason, self.member.server_assignor or "broker default",
             "consumer", assigned, arrived, reconciling_since, now, self.member.clock.wall_ms()))

@@ -300,6 +300,8 @@ def _decode_v2(b: bytes, p: int, stop: int, count: int, base_offset: int, epoch:
     append = out.append
     ts_type = 1 if attributes & _TIMESTAMP_TYPE_MASK else 0
     log_append = ts_type == 1
+    # (declared: mypy 1.10, the floor, leaves the type variables of a generic class object unsolved)
+    record_cls: type[ConsumerRecord]
     zz1, zz2, record_cls, new = _ZZ1, _ZZ2, ConsumerRecord, _new_tuple
     for _ in range(count):
         while b[p] & 0x80:  # the record length: not needed, every field is read in turn

@@ -25,16 +25,18 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypedDict, get_type_hints
+from typing import Annotated, Any, Generic, Literal, Protocol, TypeVar, get_type_hints
 
 from ..version import __version__
-from ..structs import OffsetAndMetadata, TopicPartition
+from ..assignors.base import PartitionAssignor
+from ..structs import K, OffsetAndMetadata, TopicPartition, V
 from .rebalance_events import RebalanceEvent
 
 if sys.version_info >= (3, 11):
-    from typing import Unpack
+    from typing import TypedDict, Unpack
 else:  # pragma: no cover - the floor run covers Python 3.10
-    from typing_extensions import Unpack
+    # (a generic TypedDict, too, needs typing_extensions' before Python 3.11)
+    from typing_extensions import TypedDict, Unpack
 
 Check = Literal["", "positive", "non_negative"]
 Status = Literal["used", "ignored", "unsupported"]
@@ -59,13 +61,39 @@ CONNECTION, GROUP, FETCH, OFFSETS, SECURITY, OWN = (
     "Connection", "Group", "Fetching", "Offsets and commits", "Security (TLS and SASL)", "Metrics and hooks")
 IGNORED, UNSUPPORTED = "Accepted and ignored (kafka-python internals)", "Not supported"
 
-Deserializer = Callable[[bytes], Any] | Any  # a callable, or a kafka-python Deserializer object
-CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata], Exception | None], Any]
+T_co = TypeVar("T_co", covariant=True)
 
 
-class ConsumerSettings(TypedDict, total=False):
+class DeserializerObject(Protocol[T_co]):
+    """kafka-python's ``Deserializer`` (``kafka.serializer.Deserializer``): an object whose
+    ``deserialize(topic, headers, data)`` returns the key or value.  GroupConsumer calls it with
+    the record's headers (a list of ``(key, value)`` pairs; a value may be None) and its bytes,
+    never with None; ``close()``, if it has one, when the consumer closes."""
+
+    def deserialize(self, topic: str, headers: list[tuple[str, bytes | None]], data: bytes, /) -> T_co:
+        """The key or value made of ``data``."""
+        ...
+
+
+class TopicDeserializerObject(Protocol[T_co]):
+    """kafka-python's older ``Deserializer`` form: ``deserialize(topic, data)``."""
+
+    def deserialize(self, topic: str, data: bytes, /) -> T_co:
+        """The key or value made of ``data``."""
+        ...
+
+
+# what key_deserializer and value_deserializer take: a callable f(bytes) or a Deserializer
+# object; T_co, what it returns, is the type of the records' keys (values): K (V) of GroupConsumer[K, V]
+Deserializer = Callable[[bytes], T_co] | DeserializerObject[T_co] | TopicDeserializerObject[T_co]
+CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata], Exception | None], object]
+
+
+class ConsumerSettings(TypedDict, Generic[K, V], total=False):
     """The keyword settings of ``GroupConsumer`` (kafka-python's ``KafkaConsumer`` names and
-    defaults), for typing a configuration: ``config: ConsumerSettings = {...}``."""
+    defaults), for typing a configuration: ``config: ConsumerSettings = {...}``.  K and V are
+    the types ``key_deserializer`` and ``value_deserializer`` return (``bytes``, the default,
+    without them): ``ConsumerSettings[str, dict[str, int]]`` types a configuration with both."""
 
     bootstrap_servers: Annotated[str | list[str], Setting(
         "localhost", "'host[:port]' (port 9092 when left out), or a list of them: the brokers to start "
@@ -137,7 +165,7 @@ class ConsumerSettings(TypedDict, total=False):
         300000, "The longest time between two poll() calls: a member that does not poll for this long "
         "leaves the group (its partitions go to others; the next poll() joins again). It is also the "
         "rebalance timeout the coordinator waits for members to rejoin.", GROUP, "positive")]
-    partition_assignment_strategy: Annotated[Sequence[Any], Setting(
+    partition_assignment_strategy: Annotated[Sequence[str | PartitionAssignor | type], Setting(
         ("range", "roundrobin"), "The assignors this member supports, preferred first: names "
         "('range', 'roundrobin', 'sticky', 'cooperative-sticky', or one published under the "
         "groupclient.assignors entry point), PartitionAssignor classes or instances, or kafka-python "
@@ -161,11 +189,12 @@ class ConsumerSettings(TypedDict, total=False):
     check_crcs: Annotated[bool, Setting(
         True, "Check each record batch's CRC-32C; a mismatch raises CORRUPT_MESSAGE naming the "
         "partition and offset.", FETCH)]
-    key_deserializer: Annotated[Deserializer | None, Setting(
+    key_deserializer: Annotated[Deserializer[K] | None, Setting(
         None, "Turns a record's key bytes into its key: a callable f(bytes), or a kafka-python "
-        "Deserializer. Not called for a missing key. A failure raises RecordDeserializationError "
-        "(seek past the record to skip it).", FETCH)]
-    value_deserializer: Annotated[Deserializer | None, Setting(
+        "Deserializer; what it returns is the records' key type (K of GroupConsumer[K, V]). Not called "
+        "for a missing key. A failure raises RecordDeserializationError (seek past the record to "
+        "skip it).", FETCH)]
+    value_deserializer: Annotated[Deserializer[V] | None, Setting(
         None, "The same for the value.", FETCH)]
     consumer_timeout_ms: Annotated[float, Setting(
         math.inf, "Iteration (for record in consumer) stops after this long without a record. "
@@ -213,7 +242,7 @@ class ConsumerSettings(TypedDict, total=False):
     interceptors: Annotated[Sequence[Any], Setting(
         (), "Objects with any of on_consume(records) -> records, on_commit(offsets), close() "
         "(Java's ConsumerInterceptor), called in order on the owner's thread.", OWN, origin="groupclient")]
-    rebalance_event_callback: Annotated[Callable[[RebalanceEvent], Any] | None, Setting(
+    rebalance_event_callback: Annotated[Callable[[RebalanceEvent], object] | None, Setting(
         None, "Called with a RebalanceEvent after every rebalance of this member (what was revoked, "
         "assigned and lost, why, how long it took), on the owner's thread.", OWN, origin="groupclient")]
 
@@ -226,14 +255,14 @@ class ConsumerSettings(TypedDict, total=False):
 
     client_dns_lookup: Annotated[str, Setting(KAFKA_PYTHONS, "", IGNORED, status="ignored")]
     enable_incremental_fetch_sessions: Annotated[bool, Setting(KAFKA_PYTHONS, "", IGNORED, status="ignored")]
-    kafka_client: Annotated[Any, Setting(KAFKA_PYTHONS, "", IGNORED, status="ignored")]
+    kafka_client: Annotated[object, Setting(KAFKA_PYTHONS, "", IGNORED, status="ignored")]
     metric_group_prefix: Annotated[str, Setting(KAFKA_PYTHONS, "", IGNORED, status="ignored")]
-    metric_reporters: Annotated[list[Any], Setting(KAFKA_PYTHONS, "", IGNORED, status="ignored")]
+    metric_reporters: Annotated[list[object], Setting(KAFKA_PYTHONS, "", IGNORED, status="ignored")]
     metrics_num_samples: Annotated[int, Setting(KAFKA_PYTHONS, "", IGNORED, status="ignored")]
     metrics_sample_window_ms: Annotated[int, Setting(KAFKA_PYTHONS, "", IGNORED, status="ignored")]
     receive_buffer_bytes: Annotated[int | None, Setting(KAFKA_PYTHONS, "", IGNORED, status="ignored")]
     receive_message_max_bytes: Annotated[int, Setting(KAFKA_PYTHONS, "", IGNORED, status="ignored")]
-    selector: Annotated[Any, Setting(KAFKA_PYTHONS, "", IGNORED, status="ignored")]
+    selector: Annotated[object, Setting(KAFKA_PYTHONS, "", IGNORED, status="ignored")]
     send_buffer_bytes: Annotated[int | None, Setting(KAFKA_PYTHONS, "", IGNORED, status="ignored")]
     socket_options: Annotated[list[tuple[int, int, int]], Setting(KAFKA_PYTHONS, "", IGNORED, status="ignored")]
 
@@ -335,7 +364,8 @@ def markdown_table() -> str:
                       f"{unsupported}."])
 
 
-__all__ = ["ConsumerSettings", "Setting", "Unpack", "declared", "docstring_section", "markdown_table"]
+__all__ = ["ConsumerSettings", "Deserializer", "DeserializerObject", "Setting", "TopicDeserializerObject", "Unpack",
+           "declared", "docstring_section", "markdown_table"]
 
 if __name__ == "__main__":
     print(markdown_table())

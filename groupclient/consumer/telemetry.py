@@ -204,7 +204,7 @@ class ConsumerTelemetry:
         span = tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes, links=links, start_time=started_ns)
         span.end()
 
-    def start_process(self, record: ConsumerRecord, attach: bool = True) -> Span | None:
+    def start_process(self, record: ConsumerRecord[object, object], attach: bool = True) -> Span | None:
         """Iteration hands ``record`` to the application: a process span, current until
         :meth:`end_process` (and the time until then, for messaging.process.duration).  The span,
         or None without a tracer when the records' poll was made: a process span costs ~40 us of

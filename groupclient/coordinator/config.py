@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .consumer_group.assignors import SERVER_ASSIGNORS
 from .security import PLAINTEXT, ListenerSecurity
 
 
 @dataclass(frozen=True)
 class CoordinatorConfig:
+    """The coordinator's settings, checked when made (ValueError names the one that is wrong)."""
+
     group_initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
     group_min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
     group_max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
@@ -59,8 +62,8 @@ class CoordinatorConfig:
     group_consumer_session_timeout_ms: int = 45000  # group.consumer.session.timeout.ms
     group_consumer_min_session_timeout_ms: int = 45000  # group.consumer.min.session.timeout.ms
     group_consumer_max_session_timeout_ms: int = 60000  # group.consumer.max.session.timeout.ms
-    # the server-side assignors; the first is the default
-    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors
+    # the server-side assignors served; the first is the default (every one of the table, its first first)
+    group_consumer_assignors: tuple[str, ...] = tuple(SERVER_ASSIGNORS)  # group.consumer.assignors
     group_consumer_max_size: int = 2**31 - 1  # group.consumer.max.size
 
     def __post_init__(self) -> None:
@@ -96,7 +99,7 @@ class CoordinatorConfig:
                                  f"<= group_consumer_max_{what}_ms ({high})")
         if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
             raise ValueError("group_consumer_heartbeat_interval_ms must be below group_consumer_session_timeout_ms")
-        known = {"uniform", "range"}
+        known = set(SERVER_ASSIGNORS)  # read at each check: the table is the one list of them
         if not self.group_consumer_assignors or not set(self.group_consumer_assignors) <= known:
             raise ValueError(f"group_consumer_assignors must name some of {sorted(known)}; got "
                              f"{list(self.group_consumer_assignors)}")

@@ -17,6 +17,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from ..clock import Clock
 from ..protocol.consumer_group_heartbeat import new_member_id as consumer_member_id
 from .config import CoordinatorConfig
+from .consumer_group.records import ConsumerGroupRecords
 from .faults import FaultInjector
 from .memory_pool import RequestMemoryPool
 from .node import BrokerNode
@@ -49,6 +50,8 @@ def _cluster_id(data_dir: Path | None, rng: random.Random) -> str:
 
 
 class ClusterCore:
+    """The cluster's state shared by its nodes: topics, groups, which node leads what."""
+
     def __init__(self, config: CoordinatorConfig, clock: Clock, data_dir: Path | None,
                  node_addresses: list[tuple[str, int]], runtime: ServerRuntime | None = None,
                  rng: random.Random | None = None, meter_provider: Any = None) -> None:
@@ -65,7 +68,7 @@ class ClusterCore:
         self.cluster_id = _cluster_id(data_dir, self.rng)
         self.topics = TopicStore(data_dir, config.fsync, config.max_open_log_files, rng=self.rng,
                                  first_producer_id=clock.wall_ms() << 8)
-        self.group_store = GroupStore(data_dir, config.fsync)
+        self.group_store = GroupStore(data_dir, config.fsync, consumer_records=ConsumerGroupRecords())
         self.faults = FaultInjector()
         self.request_memory = RequestMemoryPool(config.queued_max_request_bytes)
         self.telemetry: CoordinatorTelemetry | None = coordinator_telemetry(meter_provider)
@@ -88,19 +91,23 @@ class ClusterCore:
 
     # -- leadership ----------------------------------------------------------------------
     def live_nodes(self) -> list[BrokerNode]:
+        """The nodes up, by id."""
         return [self.nodes[i] for i in self._node_ids if self.nodes[i].live]
 
     def _live_ids(self) -> set[int]:
         return {n.node_id for n in self.live_nodes()}
 
     def controller_id(self) -> int:
+        """The lowest live node id (-1: none up)."""
         live = self.live_nodes()
         return live[0].node_id if live else -1
 
     def partition_leader(self, partition: int) -> int | None:
+        """The node leading a partition (None: no node up)."""
         return elect_leader(partition, self._node_ids, self._live_ids())
 
     def coordinator_node_for(self, group_id: str) -> BrokerNode | None:
+        """The node coordinating a group id (None: its offsets partition has no leader)."""
         partition = offsets_partition_for(group_id, self.config.offsets_topic_partitions)
         leader = self._offsets_leaders.get(partition)
         return self.nodes[leader] if leader is not None else None
@@ -128,14 +135,17 @@ class ClusterCore:
 
     # -- lifecycle -----------------------------------------------------------------------
     async def start_node(self, node_id: int) -> None:
+        """Start a node; offsets partitions move to it as elected."""
         await self.nodes[node_id].start()
         self.reassign_coordinators()
 
     async def stop_node(self, node_id: int) -> None:
+        """Stop a node; its offsets partitions move to live nodes."""
         await self.nodes[node_id].stop()
         self.reassign_coordinators()
 
     async def start(self) -> None:
+        """Start every node."""
         for node_id in self._node_ids:
             await self.nodes[node_id].start()
         self.reassign_coordinators()

@@ -6,7 +6,7 @@
   encoded (a JoinGroup held for a rebalance and a Fetch's long poll included);
 - ``groupclient.coordinator.rebalances``: each new generation of a classic group and each new group
   epoch of a consumer-protocol group, with why (``groupclient.rebalance.reason``: a
-  :class:`~.group.state.RebalanceCause`, never a member id);
+  :class:`~.group_base.rebalance.RebalanceCause`, never a member id);
 - ``groupclient.coordinator.groups`` and ``groupclient.coordinator.members``: observable gauges,
   groups by state and protocol, members per group.
 
@@ -47,7 +47,8 @@ from ..error_codes import ErrorCode
 from ..otel import semconv as names
 from ..otel.providers import Instrumentation
 from ..protocol.apis import ApiKey
-from .group.state import CLASSIC, CONSUMER, GroupState, RebalanceCause
+from .classic_group.state import GroupState
+from .group_base.rebalance import CLASSIC, CONSUMER, RebalanceCause
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import CallbackOptions, Meter, Observation

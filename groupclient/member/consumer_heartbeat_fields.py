@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from .consumer_member_state import ConsumerMemberState
+from .states import ConsumerMemberState
 
 TopicIdPartitions = Mapping[uuid.UUID, frozenset[int]]
 NO_PARTITIONS: TopicIdPartitions = {}

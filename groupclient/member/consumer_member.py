@@ -24,7 +24,6 @@ from typing import Any
 from ..clock import Clock
 from ..error_codes import ErrorCode, error_name
 from ..errors import BrokerError, DisconnectedError, FatalError, FatalGroupError
-from ..network.backoff import ExponentialBackoff
 from ..network.future import RequestFuture
 from ..network.transport import Transport
 from ..protocol.apis import ApiKey
@@ -32,29 +31,23 @@ from ..protocol.consumer_group_heartbeat import (
     JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
 )
 from ..protocol.error_table import Action, action_for, error_for
-from .consumer_member_state import IN_GROUP, ConsumerMemberState, check_transition
 from .consumer_heartbeat_fields import (
     NO_PARTITIONS, HeartbeatInputs, SentFields, Subscribed, Target, TopicIdPartitions, heartbeat_fields,
 )
-from .coordinated import Coordinated
+from .consumer_timing import ConsumerHeartbeatTimer
+from .consumer_lease import ConsumerLease
 from .coordinator_lookup import CoordinatorLookup
 from .group_session import GroupSessionTimeout
-from .losses import LossBookkeeping
-from .member_state import MemberState as Phase
-from .types import Generation, GroupConfig, PartitionOwnership
+from .states import IN_GROUP, ConsumerMemberState, check_transition
+from .types import CommitIdentity, GroupConfig, MemberSnapshot, PartitionOwnership
 
 log = logging.getLogger("groupclient.member")
 
 S = ConsumerMemberState
 SESSION_REFRESH_MS = 300_000  # how often the group's session timeout is asked again
-IN_FLIGHT_CHECK_MS = 50  # how often the heartbeat thread looks for the answer of a heartbeat in flight
-
-# the classic member's phases, for what kafka-python's API shows (group_metadata().state)
-_PHASE = {S.STABLE: Phase.STABLE, S.RECONCILING: Phase.COMPLETING_REBALANCE,
-          S.ACKNOWLEDGING: Phase.COMPLETING_REBALANCE, S.JOINING: Phase.PREPARING_REBALANCE}
 
 
-class ConsumerGroupMember(Coordinated, LossBookkeeping):
+class ConsumerGroupMember(ConsumerLease):
     """One member of one consumer-protocol group, as both threads see it."""
 
     def __init__(self, client: Transport, clock: Clock, config: GroupConfig, coordinator: CoordinatorLookup,
@@ -71,24 +64,17 @@ class ConsumerGroupMember(Coordinated, LossBookkeeping):
         self._lock = threading.Lock()
         self.state = S.UNSUBSCRIBED
         self.epoch = JOIN_EPOCH
-        self.interval_ms = 0  # the broker's; until the first answer, heartbeat at once
         self._subscribed = Subscribed()
         self._sent: SentFields | None = None  # None: the next heartbeat states every field
-        self._in_flight = False
-        self._next_at = 0
-        self._backoff = ExponentialBackoff(config.retry_backoff_ms, max(config.retry_backoff_ms, 1000))
-        self._failures = 0
-        self._rng = rng or random.Random(0)  # the consumer's: jitter of the retry only
-        self._last_poll = clock.monotonic_ms()
+        # when heartbeats are due, the poll timeout and the lease: pure in now, under the lock
+        self._timer = ConsumerHeartbeatTimer(config.rebalance_timeout_ms, config.retry_backoff_ms,
+                                             clock.monotonic_ms(), rng or random.Random(0))
         self.owned: TopicIdPartitions = NO_PARTITIONS  # reconciled: what the member owns, by topic id
         self._target: Target | None = None
         self._target_versions = 0
         self._owned_version = 0  # reconciliations so far (Java's local assignment epoch)
         # the target a heartbeat in flight, or not answered, stated owning only part of
         self._stated_part_of: int | None = None
-        self._revoke_by: int | None = None  # the broker may fence the member from then on
-        # when the last heartbeat the broker answered was sent: the broker's session ran from later
-        self._proven_at: int | None = None
         self.session = GroupSessionTimeout(
             config.group_id, lambda request, response, build: self.send_to_coordinator(request, response, build),
             SESSION_REFRESH_MS)
@@ -114,25 +100,26 @@ class ConsumerGroupMember(Coordinated, LossBookkeeping):
     def is_dynamic(self) -> bool:
         return self.config.group_instance_id is None
 
-    def current_generation(self) -> Generation:
-        with self._lock:
-            return Generation(self.epoch, self.member_id, self.server_assignor)
+    @property
+    def interval_ms(self) -> int:
+        """The heartbeat interval the broker gave (0 until its first answer)."""
+        return self._timer.interval_ms
 
-    def generation_and_state(self) -> tuple[Generation, Phase]:
+    def snapshot(self) -> MemberSnapshot:
         with self._lock:
-            return Generation(self.epoch, self.member_id, self.server_assignor), _PHASE.get(self.state, Phase.UNJOINED)
+            return MemberSnapshot(self.member_id, self.epoch, "epoch", self.state)
 
-    def phase_name(self) -> str:
-        with self._lock:
-            return self.state.value
-
-    def generation_if_stable(self) -> Generation | None:
+    def commit_identity(self) -> CommitIdentity | None:
         """The member id and epoch a commit carries: while the member has an epoch (the broker
         checks it: STALE_MEMBER_EPOCH otherwise)."""
         with self._lock:
             if self.state in IN_GROUP and self.epoch > 0:
-                return Generation(self.epoch, self.member_id, self.server_assignor)
+                return CommitIdentity(self.member_id, self.epoch)
             return None
+
+    def offset_fetch_identity(self) -> CommitIdentity | None:
+        """OffsetFetch v9 (KIP-848): a member with an epoch names itself, and the broker checks it."""
+        return self.commit_identity()
 
     def is_stable(self) -> bool:
         with self._lock:
@@ -167,11 +154,11 @@ class ConsumerGroupMember(Coordinated, LossBookkeeping):
         (Java's AsyncKafkaConsumer only logs, too)."""
         log.debug("group %s: no rejoin under the consumer protocol (%s)", self.config.group_id, reason)
 
-    def reset_generation_if(self, sent: Generation, reason: str, keep_member_id: bool) -> None:
+    def fenced_if_still(self, sent: CommitIdentity, reason: str, keep_member_id: bool) -> None:
         """A commit was answered "fenced" or "unknown member" in the epoch it was sent in: the
         partitions may be others' already; drop them and join again at epoch 0 (same id)."""
         with self._lock:
-            fenced = self.state in IN_GROUP and self.epoch == sent.generation_id
+            fenced = self.state in IN_GROUP and self.epoch == sent.generation_id_or_member_epoch
             if fenced:
                 self._clear_assignment()
                 self._join(reason)
@@ -200,7 +187,7 @@ class ConsumerGroupMember(Coordinated, LossBookkeeping):
         self._transition(S.JOINING, reason)
         self.epoch = JOIN_EPOCH
         self._sent = None
-        self._next_at = 0
+        self._timer.send_at_once()
         self.join_reason = reason
         self.join_started_at = self.clock.monotonic_ms()
 
@@ -208,7 +195,7 @@ class ConsumerGroupMember(Coordinated, LossBookkeeping):
         """The application polls: the poll timer restarts, and a member that left because it did
         not poll in time joins again (Java's ``maybeRejoinStaleMember``)."""
         with self._lock:
-            self._last_poll = now
+            self._timer.polled(now)
             if self.state is S.STALE:
                 self._join("rejoining after poll() was not called within max_poll_interval_ms")
 
@@ -230,9 +217,9 @@ class ConsumerGroupMember(Coordinated, LossBookkeeping):
             self.owned = dict(owned)
             self._owned_version += 1  # stated again with the acknowledgement, even if the same set
             if _covers(target.partitions, self.owned):
-                self._revoke_by = None
+                self._timer.revoked()
             self._transition(S.ACKNOWLEDGING, f"reconciled epoch {target.epoch}", logging.DEBUG)
-            self._next_at = 0
+            self._timer.send_at_once()
 
     def leave(self, reason: str) -> RequestFuture[None] | None:
         """Leave (close, unsubscribe): epoch -1, or -2 for a static member that comes back.  The
@@ -254,7 +241,7 @@ class ConsumerGroupMember(Coordinated, LossBookkeeping):
         """Callers hold the lock."""
         self.owned = NO_PARTITIONS
         self._target = None
-        self._revoke_by = None
+        self._timer.revoked()
         self.epoch = LEAVE_EPOCH if self.is_dynamic() else STATIC_LEAVE_EPOCH
 
     # -- heartbeats (either thread) ----------------------------------------------------------
@@ -264,22 +251,16 @@ class ConsumerGroupMember(Coordinated, LossBookkeeping):
 
     def _due(self, now: int) -> bool:
         """Callers hold the lock."""
-        if self._in_flight or not (self.state in IN_GROUP or self.state is S.LEAVING):
-            return False
-        return now >= self._next_at
+        return (self.state in IN_GROUP or self.state is S.LEAVING) and self._timer.due(now)
 
     def time_to_next_heartbeat(self, now: int) -> int:
-        """Until the next heartbeat is due; while one is in flight, a short while: the heartbeat
-        thread must read its answer itself (a busy application does not poll), or no further
-        heartbeat would go out and the broker would fence the member after its session."""
+        """Until the next heartbeat is due (see :meth:`ConsumerHeartbeatTimer.time_to_next`)."""
         with self._lock:
-            if self._in_flight:
-                return IN_FLIGHT_CHECK_MS
-            return max(0, self._next_at - now)
+            return self._timer.time_to_next(now)
 
     def time_to_poll_timeout(self, now: int) -> int:
         with self._lock:
-            return max(0, self._last_poll + self.config.rebalance_timeout_ms - now)
+            return self._timer.time_to_poll_timeout(now)
 
     def send_heartbeat_if_due(self, now: int) -> RequestFuture[None] | None:
         if self.coordinator_unknown():
@@ -313,9 +294,8 @@ class ConsumerGroupMember(Coordinated, LossBookkeeping):
                 done = self._target is not None and self._target.partitions == self.owned
                 self._transition(S.STABLE if done else S.RECONCILING, "acknowledged", logging.DEBUG)
             elif self.state is S.LEAVING:
-                self._transition(S.UNSUBSCRIBED if self._last_poll_ok(sent_at) else S.STALE, "leave sent")
-            self._in_flight = True
-            self._next_at = sent_at + max(self.interval_ms, 1)
+                self._transition(S.UNSUBSCRIBED if self._timer.poll_ok(sent_at) else S.STALE, "leave sent")
+            self._timer.sent(sent_at)
 
         def build(version: int) -> Any:
             if version < 1:
@@ -331,11 +311,7 @@ class ConsumerGroupMember(Coordinated, LossBookkeeping):
     def poll_timed_out(self, now: int) -> bool:
         """The application has not polled within max_poll_interval_ms."""
         with self._lock:
-            return not self._last_poll_ok(now)
-
-    def _last_poll_ok(self, now: int) -> bool:
-        """Callers hold the lock: whether the application polled within the poll interval."""
-        return now - self._last_poll < self.config.rebalance_timeout_ms
+            return not self._timer.poll_ok(now)
 
     def _heartbeat_failed(self, exc: BaseException) -> None:
         """The heartbeat got no answer (either thread): state everything next time, after the
@@ -343,10 +319,8 @@ class ConsumerGroupMember(Coordinated, LossBookkeeping):
         fatal: BaseException | None = None
         loss = 0
         with self._lock:
-            self._in_flight = False
             self._sent = None
-            self._failures += 1
-            self._next_at = self.clock.monotonic_ms() + self._backoff.backoff_ms(self._failures - 1, self._rng)
+            self._timer.failed(self.clock.monotonic_ms())
             unsupported = isinstance(exc, BrokerError) and exc.code == ErrorCode.UNSUPPORTED_VERSION
             if unsupported and self.state is not S.FATAL:
                 # the coordinator has no ConsumerGroupHeartbeat at all (before Kafka 3.7)
@@ -377,17 +351,14 @@ class ConsumerGroupMember(Coordinated, LossBookkeeping):
         raised: BrokerError | None = None
         if action is Action.NONE:
             with self._lock:
-                self._in_flight = False
+                self._timer.answered()
                 self._stated_part_of = None
-                self._failures = 0
                 self._took(response, stated, sent_epoch, sent_at, now)
             return future.success(None)  # outside the lock: no listener runs under it
         with self._lock:
-            self._in_flight = False
             self._stated_part_of = None  # an error answer changed nothing on the broker's side
             self._sent = None  # after any error, the next heartbeat states everything (Java)
-            self._next_at = now + self._backoff.backoff_ms(self._failures, self._rng)
-            self._failures += 1
+            self._timer.failed(now)
             what = f"ConsumerGroupHeartbeat of group {self.config.group_id!r}"
             detail = f" ({response.error_message})" if response.error_message else ""
             raised = error_for(error, ApiKey.CONSUMER_GROUP_HEARTBEAT, what + detail, self._sent_settings())
@@ -400,7 +371,7 @@ class ConsumerGroupMember(Coordinated, LossBookkeeping):
                 lost = str(raised)
                 self._fail(raised)
             elif action is Action.REDISCOVER:
-                self._next_at = now
+                self._timer.send_at_once()
             elif action is Action.RAISE:
                 self._to_raise = self._to_raise or raised
             if lost:
@@ -423,7 +394,7 @@ class ConsumerGroupMember(Coordinated, LossBookkeeping):
         """Callers hold the lock."""
         self.owned = NO_PARTITIONS
         self._target = None
-        self._revoke_by = None
+        self._timer.revoked()
 
     def _took(self, response: Any, stated: SentFields | None, sent_epoch: int, sent_at: int, now: int) -> None:
         """Callers hold the lock: a heartbeat answered without error."""
@@ -432,14 +403,11 @@ class ConsumerGroupMember(Coordinated, LossBookkeeping):
         if sent_epoch != self.epoch and sent_epoch != JOIN_EPOCH:
             return  # sent before a fence: the heartbeat of the new join answers for the member
         self.epoch = response.member_epoch
-        self._proven_at = sent_at
         if response.version == 0 and response.member_id and response.member_id != self.member_id:
             # a broker of ConsumerGroupHeartbeat v0 (Kafka 3.7-3.9) may hand out its own id: use it
             self.member_id = response.member_id
-        if response.heartbeat_interval_ms > 0 and response.heartbeat_interval_ms != self.interval_ms:
-            self.interval_ms = response.heartbeat_interval_ms
         # an acknowledgement waiting for this answer goes at once, not an interval later
-        self._next_at = 0 if self.state is S.ACKNOWLEDGING else sent_at + max(self.interval_ms, 1)
+        self._timer.proven(sent_at, response.heartbeat_interval_ms, at_once=self.state is S.ACKNOWLEDGING)
         if stated is not None:
             self._sent = stated
         if response.assignment is not None:
@@ -454,7 +422,7 @@ class ConsumerGroupMember(Coordinated, LossBookkeeping):
                 if not _covers(partitions, self.owned):
                     # the broker fences a member that has not given these up within the
                     # rebalance timeout, counted from when it took this heartbeat
-                    self._revoke_by = sent_at + self.config.rebalance_timeout_ms
+                    self._timer.must_revoke_by(sent_at)
             elif self._target.epoch != response.member_epoch:
                 self._target = Target(self._target.version, response.member_epoch, self._target.partitions)
         if self._target is None:
@@ -463,75 +431,6 @@ class ConsumerGroupMember(Coordinated, LossBookkeeping):
             return
         if self.state in (S.JOINING, S.STABLE) and (self._target.partitions != self.owned or self.state is S.JOINING):
             self._transition(S.RECONCILING, f"target assignment of epoch {self._target.epoch}")
-
-    # -- the ownership lease, the poll timeout --------------------------------------------------
-    def ask_session_timeout(self, now: int) -> None:
-        """Learn the group's session timeout once in the group (application thread)."""
-        with self._lock:
-            joined = self.state in IN_GROUP and self.epoch > 0
-        if joined:
-            self.session.maybe_ask(now)
-
-    def _session_end(self, session_ms: int | None) -> int | None:
-        """Callers hold the lock: when the broker may have expired the member's session, if known."""
-        if session_ms is None or self._proven_at is None or self.state not in IN_GROUP or not self.owned:
-            return None
-        return self._proven_at + session_ms
-
-    def time_to_lease_end(self, now: int) -> int | None:
-        session_ms = self.session.timeout_ms
-        with self._lock:
-            ends = [t for t in (self._revoke_by, self._session_end(session_ms)) if t is not None]
-        return max(0, min(ends) - now) if ends else None
-
-    def check_lease(self, now: int) -> bool:
-        """The broker may have given the partitions away: drop them, now.  Either the partitions it
-        asked back were not given up within the rebalance timeout (the member is fenced by then), or
-        no heartbeat was answered within the group's session timeout (the member is expired by then:
-        it joins again at epoch 0, as after a fence).  A loss the other thread decided and has not
-        dropped yet is dropped here too.  True if it dropped them."""
-        session_ms = self.session.timeout_ms
-        with self._lock:
-            if self.state not in IN_GROUP:
-                reason = ""
-            elif (session_end := self._session_end(session_ms)) is not None and now >= session_end:
-                reason = (f"no heartbeat was answered within the group's session timeout ({session_ms} ms, "
-                          f"consumer.session.timeout.ms); the partitions may belong to others now")
-                self._clear_assignment()
-                self._join(reason)
-            elif self._revoke_by is not None and now >= self._revoke_by:
-                self._revoke_by = None
-                reason = (f"the partitions the coordinator took away were not given up within the rebalance "
-                          f"timeout (max_poll_interval_ms={self.config.rebalance_timeout_ms}); they may belong to "
-                          "others now")
-            else:
-                reason = ""
-            loss = self._lose(reason) if reason else 0
-        if not reason:
-            # the other thread may have decided a loss (the lease, a fence) and not dropped it yet
-            return self.drop_decided_loss()
-        self._drop(loss, reason)
-        log.warning("group %s: %s", self.config.group_id, reason)
-        return True
-
-    def leave_if_poll_timed_out(self, now: int, before_sending: Callable[[], None]) -> tuple[bool, RequestFuture[None] | None]:
-        """The heartbeat thread's poll-timeout step: a member whose application has not polled
-        within max_poll_interval_ms leaves (its partitions dropped first, as lost: no commit) and
-        joins again on its next poll()."""
-        with self._lock:
-            if self.state not in IN_GROUP or self._last_poll_ok(now):
-                return False, None
-            reason = "poll() was not called within max_poll_interval_ms"
-            self._transition(S.LEAVING, reason, logging.WARNING)
-            self._leave_fields()
-            loss = self._lose(reason)
-        self._drop(loss, reason)  # a poll() from now on finds it dropped
-        before_sending()
-        if self.coordinator_unknown():
-            with self._lock:
-                self._transition(S.STALE, "left without a coordinator to tell")
-            return True, None
-        return True, self._send_heartbeat(now)
 
 
 def _covers(target: TopicIdPartitions, owned: TopicIdPartitions) -> bool:

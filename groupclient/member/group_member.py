@@ -29,8 +29,8 @@ from .coordinated import Coordinated
 from .coordinator_lookup import CoordinatorLookup
 from .heartbeat import Heartbeat
 from .losses import LossBookkeeping
-from .member_state import MemberState, check_member_transition
-from .types import NO_GENERATION, Generation, GroupConfig, PartitionOwnership
+from .states import ClassicMemberState, check_transition
+from .types import NO_GENERATION, CommitIdentity, Generation, GroupConfig, MemberSnapshot, PartitionOwnership
 
 log = logging.getLogger("groupclient.member")
 
@@ -49,7 +49,7 @@ class GroupMember(Coordinated, LossBookkeeping):
         # runs in every state, not only while STABLE
         self.keeps_partitions_while_rejoining = keeps_partitions_while_rejoining
         self._lock = threading.Lock()
-        self.state = MemberState.UNJOINED
+        self.state = ClassicMemberState.UNJOINED
         self.generation = NO_GENERATION
         self.rejoin_reason: str | None = "initial join"
         self.heartbeat = Heartbeat(config.session_timeout_ms, config.heartbeat_interval_ms,
@@ -65,10 +65,10 @@ class GroupMember(Coordinated, LossBookkeeping):
         self._init_losses()  # a loss decided here is dropped by whichever thread comes next (losses.py)
 
     # -- state ---------------------------------------------------------------------------
-    def _transition(self, target: MemberState, why: str, level: int = logging.INFO) -> None:
+    def _transition(self, target: ClassicMemberState, why: str, level: int = logging.INFO) -> None:
         """Callers hold the lock."""
         if target is not self.state:
-            check_member_transition(self.state, target)
+            check_transition(self.state, target)
             log.log(level, "group %s member %s: %s -> %s (%s)", self.config.group_id,
                     self.generation.member_id or "-", self.state.value, target.value, why)
             self.state = target
@@ -81,24 +81,25 @@ class GroupMember(Coordinated, LossBookkeeping):
 
     def rejoin_needed(self) -> bool:
         with self._lock:
-            return self.rejoin_reason is not None or self.state is not MemberState.STABLE
+            return self.rejoin_reason is not None or self.state is not ClassicMemberState.STABLE
 
     def is_dynamic(self) -> bool:
         return self.config.group_instance_id is None
 
     def _reset_generation(self, reason: str, keep_member_id: bool = False) -> None:
         """Callers hold the lock."""
-        self._transition(MemberState.UNJOINED, reason)
+        self._transition(ClassicMemberState.UNJOINED, reason)
         self.generation = Generation(-1, self.generation.member_id if keep_member_id else "")
         if self.rejoin_reason is None:
             self.rejoin_reason = reason
 
-    def reset_generation_if(self, sent: Generation, reason: str, keep_member_id: bool) -> None:
+    def fenced_if_still(self, sent: CommitIdentity, reason: str, keep_member_id: bool) -> None:
         """Forget the generation if it is still the one a request was sent in (stale answers change
         nothing); the group has moved on without this member, so its partitions are lost now."""
         loss = 0
         with self._lock:
-            if self.generation == sent:
+            current = self.generation
+            if (current.member_id, current.generation_id) == (sent.member_id, sent.generation_id_or_member_epoch):
                 self._reset_generation(reason, keep_member_id)
                 loss = self._lose(reason)
         if loss:
@@ -106,7 +107,7 @@ class GroupMember(Coordinated, LossBookkeeping):
 
     def is_stable(self) -> bool:
         with self._lock:
-            return self.state is MemberState.STABLE
+            return self.state is ClassicMemberState.STABLE
 
     def set_fatal(self, error: BaseException) -> None:
         """Keep the first fatal error for poll() to raise (called from any thread)."""
@@ -129,21 +130,35 @@ class GroupMember(Coordinated, LossBookkeeping):
         with self._lock:
             return self.generation
 
-    def generation_and_state(self) -> tuple[Generation, MemberState]:
+    def generation_and_state(self) -> tuple[Generation, ClassicMemberState]:
         with self._lock:
             return self.generation, self.state
 
-    def phase_name(self) -> str:
+    def snapshot(self) -> MemberSnapshot:
         with self._lock:
-            return self.state.value
+            return MemberSnapshot(self.generation.member_id, self.generation.generation_id, "generation", self.state)
 
     def rebalance_in_progress(self) -> bool:
         with self._lock:
-            return self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE)
+            return self.state in (ClassicMemberState.PREPARING_REBALANCE, ClassicMemberState.COMPLETING_REBALANCE)
 
-    def generation_if_stable(self) -> Generation | None:
+    def commit_identity(self) -> CommitIdentity | None:
+        """The generation a commit carries: only while STABLE (a commit during a rebalance is
+        refused by the coordinator, and one after a reset would be from nobody)."""
         with self._lock:
-            return self.generation if self.state is MemberState.STABLE else None
+            if self.state is not ClassicMemberState.STABLE:
+                return None
+            return CommitIdentity(self.generation.member_id, self.generation.generation_id)
+
+    def offset_fetch_identity(self) -> CommitIdentity | None:
+        """None: a classic group's OffsetFetch names no member (KIP-848's v9 fields are the
+        consumer protocol's)."""
+        return None
+
+    def take_error(self) -> BaseException | None:
+        """What poll() raises now: a refusal for good, every time (a classic member stays refused)."""
+        with self._lock:
+            return self.fatal_error
 
     # -- the join sequence's steps (each one locked step; see join.py) -----------------------
     def begin_join(self) -> tuple[str, int, Generation]:
@@ -155,7 +170,7 @@ class GroupMember(Coordinated, LossBookkeeping):
             retry, self._member_id_retry = self._member_id_retry, False
             level = logging.DEBUG if retry else logging.INFO
             reason = self.join_reason if retry else (self.rejoin_reason or "rejoin")
-            self._transition(MemberState.PREPARING_REBALANCE, reason, level)
+            self._transition(ClassicMemberState.PREPARING_REBALANCE, reason, level)
             self.rejoin_reason = None
             if not retry:
                 self.join_reason = reason
@@ -170,13 +185,13 @@ class GroupMember(Coordinated, LossBookkeeping):
         """Apply a JoinGroup answer (either thread may read it); False if it is stale."""
         action = action_for(error, ApiKey.JOIN_GROUP)
         with self._lock:
-            stale = self.generation != sent or self.state is not MemberState.PREPARING_REBALANCE
+            stale = self.generation != sent or self.state is not ClassicMemberState.PREPARING_REBALANCE
             if action is Action.NONE and not stale:
                 self.generation = Generation(response.generation_id, response.member_id, response.protocol_name)
                 # in the new generation: the coordinator restarted the session when it completed
                 # the join, and any later rebalance begins after that
                 self.heartbeat.joined(self._join_sent_at)
-                self._transition(MemberState.COMPLETING_REBALANCE, f"joined generation {response.generation_id}")
+                self._transition(ClassicMemberState.COMPLETING_REBALANCE, f"joined generation {response.generation_id}")
             elif action is Action.RETRY_WITH_MEMBER_ID:
                 self.generation = Generation(-1, response.member_id)
             elif action is Action.RESET_MEMBER:
@@ -191,8 +206,8 @@ class GroupMember(Coordinated, LossBookkeeping):
         # MEMBER_ID_REQUIRED is the first answer of every dynamic member's join (KIP-394)
         expected = isinstance(exc, BrokerError) and exc.code == ErrorCode.MEMBER_ID_REQUIRED
         with self._lock:
-            if self.state is not MemberState.UNJOINED:
-                self._transition(MemberState.UNJOINED, f"join failed: {exc}",
+            if self.state is not ClassicMemberState.UNJOINED:
+                self._transition(ClassicMemberState.UNJOINED, f"join failed: {exc}",
                                  logging.DEBUG if expected else logging.INFO)
             if reason is not None:
                 self.rejoin_reason = reason
@@ -210,9 +225,9 @@ class GroupMember(Coordinated, LossBookkeeping):
         """Apply a SyncGroup answer (either thread may read it); False if it is stale."""
         action = action_for(error, ApiKey.SYNC_GROUP)
         with self._lock:
-            current = self.generation == sent and self.state is MemberState.COMPLETING_REBALANCE
+            current = self.generation == sent and self.state is ClassicMemberState.COMPLETING_REBALANCE
             if action is Action.NONE and current:
-                self._transition(MemberState.STABLE, f"received the assignment of generation {sent.generation_id}")
+                self._transition(ClassicMemberState.STABLE, f"received the assignment of generation {sent.generation_id}")
                 self.heartbeat.joined(self._sync_sent_at)
                 if self.keeps_partitions_while_rejoining:
                     self.heartbeat.follow_up(self.clock.monotonic_ms() + self.config.retry_backoff_ms)
@@ -225,7 +240,7 @@ class GroupMember(Coordinated, LossBookkeeping):
     def unjoin(self, reason: str) -> None:
         """Out of the group until the next join (an assignment this member cannot use)."""
         with self._lock:
-            self._transition(MemberState.UNJOINED, reason)
+            self._transition(ClassicMemberState.UNJOINED, reason)
             self.rejoin_reason = self.rejoin_reason or reason
 
     def assignment_came_too_late(self) -> bool:
@@ -233,9 +248,9 @@ class GroupMember(Coordinated, LossBookkeeping):
         application did not poll) may already belong to others: rejoin instead of using it."""
         reason = "the assignment was read only after the session could have expired"
         with self._lock:
-            if self.state is not MemberState.STABLE or not self.heartbeat.lease_expired(self.clock.monotonic_ms()):
+            if self.state is not ClassicMemberState.STABLE or not self.heartbeat.lease_expired(self.clock.monotonic_ms()):
                 return False
-            self._transition(MemberState.UNJOINED, reason)
+            self._transition(ClassicMemberState.UNJOINED, reason)
             self.rejoin_reason = self.rejoin_reason or reason
             loss = self._lose(reason)
         log.warning("group %s: %s; rejoining", self.config.group_id, reason)
@@ -255,9 +270,9 @@ class GroupMember(Coordinated, LossBookkeeping):
 
     def _heartbeat_enabled(self) -> bool:
         """Callers hold the lock."""
-        if self.state is MemberState.PREPARING_REBALANCE:
+        if self.state is ClassicMemberState.PREPARING_REBALANCE:
             return self.generation.generation_id >= 0 and bool(self.generation.member_id)
-        return self.state in (MemberState.COMPLETING_REBALANCE, MemberState.STABLE)
+        return self.state in (ClassicMemberState.COMPLETING_REBALANCE, ClassicMemberState.STABLE)
 
     def poll_heartbeat(self, now: int) -> None:
         """The application is polling (called on every turn of its poll loop)."""
@@ -294,7 +309,7 @@ class GroupMember(Coordinated, LossBookkeeping):
         """Until the ownership lease ends (None when the member holds no lease)."""
         rejoining_owner = self.keeps_partitions_while_rejoining and self.ownership.owns_partitions()
         with self._lock:
-            if self.state is not MemberState.STABLE and not rejoining_owner:
+            if self.state is not ClassicMemberState.STABLE and not rejoining_owner:
                 return None
             return max(0, self.heartbeat.lease_deadline() - now)
 
@@ -310,8 +325,8 @@ class GroupMember(Coordinated, LossBookkeeping):
         with self._lock:
             if not self.heartbeat.lease_expired(now):
                 return 0, False
-            if self.state is MemberState.STABLE:
-                self._transition(MemberState.UNJOINED, reason)
+            if self.state is ClassicMemberState.STABLE:
+                self._transition(ClassicMemberState.UNJOINED, reason)
                 self.rejoin_reason = self.rejoin_reason or reason
                 return self._lose(reason), True
             return (self._lose(reason) if rejoining_owner else 0), False
@@ -366,14 +381,14 @@ class GroupMember(Coordinated, LossBookkeeping):
         action = action_for(error, ApiKey.HEARTBEAT)
         lost = 0
         with self._lock:
-            current = self.generation == sent and self.state is not MemberState.PREPARING_REBALANCE
+            current = self.generation == sent and self.state is not ClassicMemberState.PREPARING_REBALANCE
             if action is Action.NONE:
                 self.heartbeat.received(now, sent_at, group_stable=True)
             elif action is Action.REJOIN:
                 # still a member: the session goes on, and the member rejoins (Java ignores this
                 # answer outside STABLE: the join under way is the rejoin)
                 self.heartbeat.received(now, sent_at, group_stable=False)
-                if current and self.state is MemberState.STABLE and self.rejoin_reason is None:
+                if current and self.state is ClassicMemberState.STABLE and self.rejoin_reason is None:
                     self.rejoin_reason = "the group is rebalancing"
             else:
                 self.heartbeat.failed(now)
@@ -412,26 +427,26 @@ class GroupMember(Coordinated, LossBookkeeping):
         application makes meanwhile either comes first (and the member stays) or after."""
         reason = "the application did not call poll() within max_poll_interval_ms"
         with self._lock:
-            if self.state is not MemberState.STABLE or not self.heartbeat.poll_timeout_expired(now):
+            if self.state is not ClassicMemberState.STABLE or not self.heartbeat.poll_timeout_expired(now):
                 return False, None
             left = self._forget_generation_to_leave(reason)
         log.warning("group %s: poll() was not called within max_poll_interval_ms (%d ms); leaving the group",
                     self.config.group_id, self.config.rebalance_timeout_ms)
         return True, self._send_leave_group(left, reason, before_sending)
 
-    def _forget_generation_to_leave(self, reason: str) -> tuple[Generation, MemberState]:
+    def _forget_generation_to_leave(self, reason: str) -> tuple[Generation, ClassicMemberState]:
         """Callers hold the lock: the generation and state the member leaves from."""
         left = self.generation, self.state
         self._reset_generation(f"leaving: {reason}")
         self.rejoin_reason = f"left the group ({reason})"
         return left
 
-    def _send_leave_group(self, left: tuple[Generation, MemberState], reason: str,
+    def _send_leave_group(self, left: tuple[Generation, ClassicMemberState], reason: str,
                           before_sending: Callable[[], None] | None) -> RequestFuture[None] | None:
         generation, state = left
         if before_sending is not None:
             before_sending()
-        if not (self.is_dynamic() and generation.member_id and state is not MemberState.UNJOINED):
+        if not (self.is_dynamic() and generation.member_id and state is not ClassicMemberState.UNJOINED):
             return None
         if self.coordinator_unknown():
             return None

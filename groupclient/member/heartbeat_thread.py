@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 
 from ..clock import ThreadHandle, Timer
-from .any_member import AnyMember
+from .membership import Membership
 
 log = logging.getLogger("groupclient.member")
 
@@ -23,7 +23,7 @@ IDLE_CHECK_MS = 250  # how often a member that has not joined looks whether it h
 
 
 class HeartbeatThread:
-    def __init__(self, member: AnyMember, on_poll_timeout: Callable[[], None]) -> None:
+    def __init__(self, member: Membership, on_poll_timeout: Callable[[], None]) -> None:
         self.member = member
         self.on_poll_timeout = on_poll_timeout
         self._stop_event = threading.Event()

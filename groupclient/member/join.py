@@ -25,7 +25,7 @@ from ..protocol.apis import ApiKey
 from ..protocol.consumer_protocol import PROTOCOL_TYPE
 from ..protocol.error_table import Action, action_for, error_for
 from .group_member import GroupMember
-from .member_state import MemberState
+from .states import ClassicMemberState
 from .types import Generation, Joined, JoinedMember, RebalanceHooks
 
 log = logging.getLogger("groupclient.member")
@@ -89,7 +89,7 @@ class GroupJoin:
             epoch = member.ownership.ownership_epoch()
             generation, state = member.generation_and_state()
             self.prepared_for_join = False
-            if generation.generation_id < 0 or state is not MemberState.STABLE:
+            if generation.generation_id < 0 or state is not ClassicMemberState.STABLE:
                 # the heartbeat thread reset the generation after the SyncGroup answer was read
                 # (a fenced heartbeat, a lost lease): the assignment may be void; join again, as
                 # Java's joinGroupIfNeeded does ("modified by heartbeat thread")

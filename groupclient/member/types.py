@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..clock import Timer
+from .states import AnyMemberState
 
 COORDINATOR_ID_BASE = 2**31 - 1  # the coordinator's connection is kept apart from the broker's
 # heartbeats have a connection of their own: a broker answers one request per connection at a
@@ -22,6 +23,28 @@ class Generation:
 
 
 NO_GENERATION = Generation()
+
+
+@dataclass(frozen=True)
+class CommitIdentity:
+    """Who an OffsetCommit (and a KIP-848 OffsetFetch) says it comes from: the member id and the
+    classic group's generation or the consumer group's member epoch, as Kafka's
+    ``generation_id_or_member_epoch`` field carries either.  The defaults are a commit outside any
+    group (manual assignment)."""
+
+    member_id: str = ""
+    generation_id_or_member_epoch: int = -1
+
+
+@dataclass(frozen=True)
+class MemberSnapshot:
+    """What a member shows of itself (``group_metadata()``, ``repr``): its id, its generation
+    (classic) or epoch (consumer protocol), which of the two ``counter_name`` says, and its state."""
+
+    member_id: str
+    counter: int
+    counter_name: str
+    state: AnyMemberState
 
 
 @dataclass(frozen=True)

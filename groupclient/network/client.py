@@ -2,7 +2,9 @@
 
 One lock guards the sockets and in-flight tables; it is never held while a future's listeners
 run.  A thread that needs the lock while another sits in ``select`` interrupts it through a
-socket pair, so sends from the heartbeat thread are not delayed by a long poll.
+socket pair, so sends from the heartbeat thread are not delayed by a long poll.  What to ask the
+cluster for metadata, and when, is metadata_refresh.py's; this module waits for the first answer
+(``bootstrap``) and drops the connections of brokers the answers stop naming.
 """
 
 from __future__ import annotations
@@ -14,18 +16,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
-
 from ..clock import Clock, Timer
 from ..errors import (
-    AuthenticationError, FatalGroupError, InternalError, KafkaTimeoutError, NoBrokersAvailableError, NodeNotReadyError,
-    WakeupError,
+    AuthenticationError, FatalGroupError, NoBrokersAvailableError, NodeNotReadyError, WakeupError,
 )
 from ..error_codes import ErrorCode
 from .connection import BrokerConnection, Completion, ConnectionState, IoCounters
 from .future import RequestFuture
 from .io import EVENT_READ, EVENT_WRITE, IOBackend, SocketIO, Stream
 from .metadata import ClusterMetadata
+from .metadata_refresh import MetadataRefresh
 from .security import PLAINTEXT, Security
 
 log = logging.getLogger("groupclient.network")
@@ -91,8 +91,6 @@ class NetworkClient:
         self._coordinators: dict[int, tuple[str, int]] = {}
         # bootstrap servers are nodes with negative ids until metadata names the real ones
         self._bootstrap = {-(i + 1): hp for i, hp in enumerate(config.bootstrap_servers)}
-        self._metadata_future: RequestFuture[Any] | None = None
-        self._wanted_topics: set[str] | None = set()  # None: all topics
         self._closed = False
         self._wakeup_requested = threading.Event()
         # failures found under the lock outside poll() (a connect that could not start), run by
@@ -105,8 +103,8 @@ class NetworkClient:
         self._io_counters = IoCounters()
         # the last failed authentication (TLS or SASL), raised by the application's next wait
         self._auth_failure: AuthenticationError | None = None
-        # a bug of groupclient's handling a Metadata answer: raised by every application wait
-        self._internal_error: InternalError | None = None
+        self._metadata_refresh = MetadataRefresh(self, config.allow_auto_create_topics, self._locked,
+                                                 self._forget_vanished_brokers)
 
     @property
     def request_timeout_ms(self) -> int:
@@ -313,7 +311,7 @@ class NetworkClient:
         application's waits (``poll_until`` with ``wakeup``), never from the heartbeat thread:
         Kafka's clients likewise throw these from the next ``poll()``, not from a retry loop."""
         with self._locked():
-            internal = self._internal_error
+            internal = self._metadata_refresh.internal_error
             failure, self._auth_failure = self._auth_failure, None
         if internal is not None:
             raise internal
@@ -432,62 +430,16 @@ class NetworkClient:
 
     def set_topics(self, topics: set[str] | None) -> None:
         """Topics to keep metadata for; None means every topic (pattern subscriptions)."""
-        with self._locked():
-            if topics != self._wanted_topics:
-                self._wanted_topics = None if topics is None else set(topics)
-                self.metadata.request_update()
+        self._metadata_refresh.set_topics(topics)
 
     def maybe_update_metadata(self) -> RequestFuture[Any] | None:
         """Send a Metadata request if one is due; return the in-flight one, if any."""
-        if self._metadata_future is not None and not self._metadata_future.is_done():
-            return self._metadata_future
-        now = self.clock.monotonic_ms()
-        if not self.metadata.needs_update(now):
-            return None
-        node = self.least_loaded_node()
-        if node is None or not self.ready(node):
-            return None
-        topics = self._wanted_topics
-        auto_create = self.config.allow_auto_create_topics
-        requests = self.metadata.update_requests()
-
-        future = self.send(node, MetadataRequest, MetadataResponse,
-                           lambda version: _metadata_request(version, topics, auto_create))
-
-        def apply(response: Any, applied: RequestFuture[Any]) -> None:
-            self.metadata.update(response, self.clock.monotonic_ms(), topics is None, requests)
-            self._forget_vanished_brokers()
-            applied.success(response)
-
-        handled: RequestFuture[Any] = future.compose(apply)
-        handled.add_errback(self._metadata_failed)
-        self._metadata_future = handled
-        return handled
-
-    def _metadata_failed(self, exc: BaseException) -> None:
-        self.metadata.request_update()
-        if isinstance(exc, InternalError):
-            with self._locked():
-                self._internal_error = self._internal_error or exc
+        return self._metadata_refresh.maybe_update_metadata()
 
     def fetch_all_topics(self, timer: Timer) -> None:
         """One Metadata request for every topic, creating none and leaving the topics this client
         keeps metadata for unchanged (``topics()``, ``partitions_for_topic()``)."""
-        while True:
-            node = self.least_loaded_node()
-            if node is not None and self.ready(node):
-                requests = self.metadata.update_requests()
-                future = self.send(node, MetadataRequest, MetadataResponse,
-                                   lambda version: _metadata_request(version, None, False))
-                self.poll_until(future, timer)
-                if future.succeeded():
-                    self.metadata.update(future.value, self.clock.monotonic_ms(), True, requests)
-                    self._forget_vanished_brokers()
-                    return
-            else:
-                self.poll_until(None, Timer(self.clock, min(timer.remaining_ms(), 100)))
-            if timer.expired():
-                raise KafkaTimeoutError("no Metadata answer for all topics in time")
+        self._metadata_refresh.fetch_all_topics(timer)
 
     def _forget_vanished_brokers(self) -> None:
         """Drop the connections of nodes the metadata no longer names, or names at another
@@ -517,15 +469,6 @@ class NetworkClient:
             self._closed = True
             self._poller.close()
         self._finish(completions)
-
-
-def _metadata_request(version: int, topics: set[str] | None, auto_create: bool) -> Any:
-    """Metadata for ``topics`` (None: every topic; version 0 spells that as an empty list)."""
-    wanted = None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in sorted(topics)]
-    if version == 0 and wanted is None:
-        wanted = []
-    return MetadataRequest(version=version, topics=wanted, allow_auto_topic_creation=auto_create,
-                           include_cluster_authorized_operations=False, include_topic_authorized_operations=False)
 
 
 class _Lock:

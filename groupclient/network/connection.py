@@ -29,7 +29,9 @@ from ..version import __version__
 from ..errors import (
     AuthenticationError, DisconnectedError, ProtocolError, RequestTimedOutError, SaslAuthenticationError, TlsError,
 )
-from ..protocol.apis import ApiKey
+# CLIENT_MAX_VERSIONS: the newest version of each API the client builds and reads, derived from
+# the one table of versions (API_TABLE); still importable from here, as tests do
+from ..protocol.apis import CLIENT_MAX_VERSIONS as CLIENT_MAX_VERSIONS, ApiKey
 from ..protocol.decoding import decode_response
 from ..error_codes import ErrorCode, error_name
 from ..protocol.sasl import SaslError
@@ -46,21 +48,6 @@ _SIZE = struct.Struct(">i")
 _MIN_ROOM = 64 * 1024
 _MAX_READS = 64
 _SHRINK_ABOVE, _SHRINK_AFTER = 1 << 20, 256
-
-# The newest version of each API this client knows how to build and read.
-CLIENT_MAX_VERSIONS: dict[int, int] = {
-    ApiKey.API_VERSIONS: 3, ApiKey.METADATA: 12, ApiKey.FIND_COORDINATOR: 4, ApiKey.JOIN_GROUP: 9,
-    ApiKey.SYNC_GROUP: 5, ApiKey.HEARTBEAT: 4, ApiKey.LEAVE_GROUP: 5, ApiKey.OFFSET_COMMIT: 9,
-    ApiKey.OFFSET_FETCH: 9, ApiKey.FETCH: 12, ApiKey.LIST_OFFSETS: 7,
-    # the consumer group protocol (KIP-848); v1 carries the broker-side regex and the member's own id
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: 1,
-    # the group's session timeout under the consumer protocol (member/group_session.py)
-    ApiKey.DESCRIBE_CONFIGS: 4,
-    # the admin client's (groupclient groups ...); ConsumerGroupDescribe for KIP-848 groups
-    ApiKey.DESCRIBE_GROUPS: 6, ApiKey.LIST_GROUPS: 5, ApiKey.CONSUMER_GROUP_DESCRIBE: 1,
-    # authentication (before READY)
-    ApiKey.SASL_HANDSHAKE: 1, ApiKey.SASL_AUTHENTICATE: 2,
-}
 
 
 def _not_kafka(first: bytes) -> str:

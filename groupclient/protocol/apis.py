@@ -1,4 +1,5 @@
-"""The Kafka APIs this project speaks, their message classes and the versions served.
+"""The Kafka APIs this project speaks: their message classes, the versions the embedded coordinator
+serves and the newest the client sends, in one table (API_TABLE).
 
 Message classes come from kafka-python's JSON-schema protocol (``kafka.protocol``); this module
 is the one place that maps API keys to them.  The request classes here read requests strictly
@@ -42,6 +43,8 @@ from .decoding import decode_body, decode_request
 
 
 class ApiKey(enum.IntEnum):
+    """Kafka's key of each API this project speaks (the first field of every request header)."""
+
     PRODUCE = 0
     FETCH = 1
     LIST_OFFSETS = 2
@@ -74,7 +77,22 @@ CONSUMER_PROTOCOL_APIS = frozenset({ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONS
 
 
 @dataclass(frozen=True)
+class ApiRow:
+    """One API in :data:`API_TABLE`: its message classes, the versions the embedded coordinator
+    serves, and the newest version the client builds and reads."""
+
+    key: ApiKey
+    request: Any  # a kafka.protocol ApiMessage class, as kafka-python defines it
+    response: Any
+    served: tuple[int, int] | None  # (oldest, newest) the coordinator serves; None: it does not serve the API
+    client_max: int | None  # the newest version the client sends; None: the client never sends it
+
+
+@dataclass(frozen=True)
 class ApiSpec:
+    """How the embedded coordinator serves one API (derived from :data:`API_TABLE`): ``request``
+    reads a peer's bytes strictly and in linear time."""
+
     key: ApiKey
     request: Any  # a kafka.protocol ApiMessage class
     response: Any
@@ -82,6 +100,7 @@ class ApiSpec:
     max_version: int
 
     def schema_knows(self, version: int) -> bool:
+        """Whether kafka-python's schema of the request has ``version`` (served or not)."""
         return 0 <= version <= int(self.request.max_version)
 
 
@@ -104,43 +123,66 @@ def _read_strictly(request_cls: Any) -> Any:
     return type(request_cls.__name__, (request_cls,), namespace, init=False)
 
 
-# Version ranges served by the embedded coordinator.  Upper bounds stop before versions that
-# need features this server does not have: topic ids in Fetch (v13+), Produce (v13+),
-# OffsetCommit/OffsetFetch (v10+).
+# Every API this project speaks: what the embedded coordinator serves (``served``) and the newest
+# version the client builds and reads (``client_max``); API_SPECS and CLIENT_MAX_VERSIONS below
+# are derived from it.  Server lower bounds above 0 are where Kafka 4.x starts too (KIP-896 removed
+# the older versions).  Server upper bounds stop before versions that need features this server
+# does not have: topic ids in Fetch (v13+), Produce (v13+), OffsetCommit/OffsetFetch (v10+).  Where
+# both sides speak an API their newest versions agree today; they need not: a connection uses the
+# lower (BrokerConnection.version_for).  ``client_max=None``: the client neither produces nor
+# administers topics or deletes groups.
+API_TABLE: tuple[ApiRow, ...] = (
+    # v3 is also the first version of record batches (magic 2), the only format the server stores
+    # (coordinator/storage/topic_log.py)
+    ApiRow(ApiKey.PRODUCE, ProduceRequest, ProduceResponse, served=(3, 9), client_max=None),
+    # v4 is the first that answers with record batches (magic 2), as for Produce
+    ApiRow(ApiKey.FETCH, FetchRequest, FetchResponse, served=(4, 12), client_max=12),
+    ApiRow(ApiKey.LIST_OFFSETS, ListOffsetsRequest, ListOffsetsResponse, served=(1, 7), client_max=7),
+    ApiRow(ApiKey.METADATA, MetadataRequest, MetadataResponse, served=(0, 12), client_max=12),
+    ApiRow(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, OffsetCommitResponse, served=(2, 9), client_max=9),
+    ApiRow(ApiKey.OFFSET_FETCH, OffsetFetchRequest, OffsetFetchResponse, served=(1, 9), client_max=9),
+    ApiRow(ApiKey.FIND_COORDINATOR, FindCoordinatorRequest, FindCoordinatorResponse, served=(0, 4), client_max=4),
+    ApiRow(ApiKey.JOIN_GROUP, JoinGroupRequest, JoinGroupResponse, served=(0, 9), client_max=9),
+    ApiRow(ApiKey.HEARTBEAT, HeartbeatRequest, HeartbeatResponse, served=(0, 4), client_max=4),
+    ApiRow(ApiKey.LEAVE_GROUP, LeaveGroupRequest, LeaveGroupResponse, served=(0, 5), client_max=5),
+    ApiRow(ApiKey.SYNC_GROUP, SyncGroupRequest, SyncGroupResponse, served=(0, 5), client_max=5),
+    # the client sends these from the admin client (groupclient groups ...)
+    ApiRow(ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest, DescribeGroupsResponse, served=(0, 6), client_max=6),
+    ApiRow(ApiKey.LIST_GROUPS, ListGroupsRequest, ListGroupsResponse, served=(0, 5), client_max=5),
+    # v1 only: v0 (deprecated) sends raw tokens outside Kafka's framing, which no client of this
+    # decade does; Kafka has 0-1.  The client authenticates before READY (KIP-152: SaslHandshake v1,
+    # then tokens in SaslAuthenticate)
+    ApiRow(ApiKey.SASL_HANDSHAKE, SaslHandshakeRequest, SaslHandshakeResponse, served=(1, 1), client_max=1),
+    ApiRow(ApiKey.API_VERSIONS, ApiVersionsRequest, ApiVersionsResponse, served=(0, 3), client_max=3),
+    ApiRow(ApiKey.CREATE_TOPICS, CreateTopicsRequest, CreateTopicsResponse, served=(2, 7), client_max=None),
+    # Kafka 4.x has 1-6
+    ApiRow(ApiKey.DELETE_TOPICS, DeleteTopicsRequest, DeleteTopicsResponse, served=(1, 6), client_max=None),
+    # idempotent producers only: no transactions (v5+ adds two-phase commit)
+    ApiRow(ApiKey.INIT_PRODUCER_ID, InitProducerIdRequest, InitProducerIdResponse, served=(0, 4), client_max=None),
+    # server: groups only (a consumer-protocol member asks its session timeout); the client: the
+    # group's session timeout under the consumer protocol (member/group_session.py)
+    ApiRow(ApiKey.DESCRIBE_CONFIGS, DescribeConfigsRequest, DescribeConfigsResponse, served=(0, 4), client_max=4),
+    ApiRow(ApiKey.SASL_AUTHENTICATE, SaslAuthenticateRequest, SaslAuthenticateResponse, served=(0, 2),
+           client_max=2),
+    # Kafka 4.x has 0-3
+    ApiRow(ApiKey.CREATE_PARTITIONS, CreatePartitionsRequest, CreatePartitionsResponse, served=(0, 3),
+           client_max=None),
+    # every version kafka-python 3.0.12 defines (Kafka itself has 0-2 as well)
+    ApiRow(ApiKey.DELETE_GROUPS, DeleteGroupsRequest, DeleteGroupsResponse, served=(0, 2), client_max=None),
+    # the consumer group protocol (KIP-848); v1 carries the broker-side regex and the member's own id
+    ApiRow(ApiKey.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
+           served=(0, 1), client_max=1),
+    # the client sends it from the admin client, for KIP-848 groups
+    ApiRow(ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
+           served=(0, 1), client_max=1),
+)
+
+# What the embedded coordinator serves, by API key: its request classes read strictly.
 API_SPECS: dict[ApiKey, ApiSpec] = {
-    spec.key: spec
-    for spec in (
-        ApiSpec(ApiKey.PRODUCE, _read_strictly(ProduceRequest), ProduceResponse, 3, 9),
-        ApiSpec(ApiKey.FETCH, _read_strictly(FetchRequest), FetchResponse, 4, 12),
-        ApiSpec(ApiKey.LIST_OFFSETS, _read_strictly(ListOffsetsRequest), ListOffsetsResponse, 1, 7),
-        ApiSpec(ApiKey.METADATA, _read_strictly(MetadataRequest), MetadataResponse, 0, 12),
-        ApiSpec(ApiKey.OFFSET_COMMIT, _read_strictly(OffsetCommitRequest), OffsetCommitResponse, 2, 9),
-        ApiSpec(ApiKey.OFFSET_FETCH, _read_strictly(OffsetFetchRequest), OffsetFetchResponse, 1, 9),
-        ApiSpec(ApiKey.FIND_COORDINATOR, _read_strictly(FindCoordinatorRequest), FindCoordinatorResponse, 0, 4),
-        ApiSpec(ApiKey.JOIN_GROUP, _read_strictly(JoinGroupRequest), JoinGroupResponse, 0, 9),
-        ApiSpec(ApiKey.HEARTBEAT, _read_strictly(HeartbeatRequest), HeartbeatResponse, 0, 4),
-        ApiSpec(ApiKey.LEAVE_GROUP, _read_strictly(LeaveGroupRequest), LeaveGroupResponse, 0, 5),
-        ApiSpec(ApiKey.SYNC_GROUP, _read_strictly(SyncGroupRequest), SyncGroupResponse, 0, 5),
-        ApiSpec(ApiKey.DESCRIBE_GROUPS, _read_strictly(DescribeGroupsRequest), DescribeGroupsResponse, 0, 6),
-        ApiSpec(ApiKey.LIST_GROUPS, _read_strictly(ListGroupsRequest), ListGroupsResponse, 0, 5),
-        ApiSpec(ApiKey.API_VERSIONS, _read_strictly(ApiVersionsRequest), ApiVersionsResponse, 0, 3),
-        ApiSpec(ApiKey.CREATE_TOPICS, _read_strictly(CreateTopicsRequest), CreateTopicsResponse, 2, 7),
-        # idempotent producers only: no transactions (v5+ adds two-phase commit)
-        ApiSpec(ApiKey.INIT_PRODUCER_ID, _read_strictly(InitProducerIdRequest), InitProducerIdResponse, 0, 4),
-        # every version kafka-python 3.0.12 defines (Kafka itself has 0-2 as well)
-        ApiSpec(ApiKey.DELETE_GROUPS, _read_strictly(DeleteGroupsRequest), DeleteGroupsResponse, 0, 2),
-        # v1 only: v0 (deprecated) sends raw tokens outside Kafka's framing, which no client
-        # of this decade does; Kafka has 0-1
-        ApiSpec(ApiKey.SASL_HANDSHAKE, _read_strictly(SaslHandshakeRequest), SaslHandshakeResponse, 1, 1),
-        ApiSpec(ApiKey.SASL_AUTHENTICATE, _read_strictly(SaslAuthenticateRequest), SaslAuthenticateResponse, 0, 2),
-        # Kafka 4.x has 1-6 and 0-3
-        ApiSpec(ApiKey.DELETE_TOPICS, _read_strictly(DeleteTopicsRequest), DeleteTopicsResponse, 1, 6),
-        ApiSpec(ApiKey.CREATE_PARTITIONS, _read_strictly(CreatePartitionsRequest), CreatePartitionsResponse, 0, 3),
-        # groups only (a consumer-protocol member asks its session timeout)
-        ApiSpec(ApiKey.DESCRIBE_CONFIGS, _read_strictly(DescribeConfigsRequest), DescribeConfigsResponse, 0, 4),
-        ApiSpec(ApiKey.CONSUMER_GROUP_HEARTBEAT, _read_strictly(ConsumerGroupHeartbeatRequest),
-                ConsumerGroupHeartbeatResponse, 0, 1),
-        ApiSpec(ApiKey.CONSUMER_GROUP_DESCRIBE, _read_strictly(ConsumerGroupDescribeRequest),
-                ConsumerGroupDescribeResponse, 0, 1),
-    )
+    row.key: ApiSpec(row.key, _read_strictly(row.request), row.response, *row.served)
+    for row in API_TABLE if row.served is not None
 }
+
+# The newest version of each API the client builds and reads (keys are ApiKey members: an
+# ``int`` key finds them too).
+CLIENT_MAX_VERSIONS: dict[int, int] = {row.key: row.client_max for row in API_TABLE if row.client_max is not None}

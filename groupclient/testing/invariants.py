@@ -43,10 +43,10 @@ from ..error_codes import ErrorCode
 from ..errors import BrokerError, InternalError
 from ..structs import TopicPartition
 
+from ..coordinator.classic_group.metadata import Group
 from ..coordinator.config import CoordinatorConfig
 from ..coordinator.consumer_group.group import ConsumerGroup, Member
 from ..coordinator.core import ClusterCore
-from ..coordinator.group.metadata import Group
 from .members import SimMember
 from .scheduler import Scheduler
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from typing import Any
 
+from ..coordinator.consumer_group.assignors import SERVER_ASSIGNORS
 from ..coordinator.faults import FaultKind, FaultRule
 from ..protocol.apis import ApiKey
 from ..error_codes import ErrorCode
@@ -116,7 +117,7 @@ ASSIGNORS = ("range", "sticky", "cooperative-sticky", "cooperative-sticky", "upg
 # what a schedule's members speak, drawn per seed: classic only (as every schedule was before the
 # draw), the consumer protocol only, or both in one group
 PROTOCOLS = ("classic", "classic", "consumer", "mixed")
-REMOTE_ASSIGNORS = (None, "uniform", "range")
+REMOTE_ASSIGNORS = (None, *SERVER_ASSIGNORS)
 # a fault drawn on a classic member's group API is moved to ConsumerGroupHeartbeat, with an answer
 # a broker may really give to it (or one newer than this client knows), when consumer-protocol
 # members are there: always when they are all there, half of the time in a mixed group

@@ -16,11 +16,11 @@ from typing import Any
 from ..structs import TopicPartition
 
 from ..consumer.group_consumer import GroupConsumer
+from ..coordinator.classic_group.metadata import Group
 from ..coordinator.config import CoordinatorConfig
 from ..coordinator.consumer_group.group import ConsumerGroup
 from ..coordinator.core import ClusterCore
 from ..coordinator.faults import FaultRule
-from ..coordinator.group.metadata import Group
 from .invariants import Invariants
 from .members import Behaviour, RecordingConsumer, SimMember
 from .network import SimIO, SimNetwork

@@ -104,7 +104,7 @@ def test_coordinator_cli_sets_the_consumer_protocols_settings_or_leaves_the_prot
             while len(consumer.assignment()) < 2 and time.monotonic() < deadline:
                 consumer.poll(100)
             assert len(consumer.assignment()) == 2
-            assert consumer._member.interval_ms == 700  # type: ignore[union-attr]
+            assert consumer._group.member.interval_ms == 700  # type: ignore[union-attr]
         finally:
             consumer.close()
     finally:

@@ -178,9 +178,9 @@ def test_a_member_busy_longer_than_the_session_keeps_its_partitions(kip848_boots
         while len(consumer.assignment()) != 2 and time.monotonic() < deadline:
             consumer.poll(100)
         epoch = consumer.group_metadata().generation_id
-        while consumer._member.session.timeout_ms is None and time.monotonic() < deadline:  # type: ignore[union-attr]
+        while consumer._group.member.session.timeout_ms is None and time.monotonic() < deadline:  # type: ignore[union-attr]
             consumer.poll(100)
-        assert consumer._member.session.timeout_ms == 10_000  # type: ignore[union-attr]  # the broker's setting
+        assert consumer._group.member.session.timeout_ms == 10_000  # type: ignore[union-attr]  # the broker's setting
         before = list(calls)  # "assigned" once per target reconciled (twice if a topic id came late)
         assert set(before) == {"assigned"}, before
         time.sleep(13)  # busy: no poll() for longer than the session

@@ -153,7 +153,7 @@ def test_a_member_resumed_past_its_session_hands_out_nothing_it_owned_before_the
     require(sim.run_until(lambda: all(sum(len(v) for v in m.delivered.values()) > 0 for m in (a, b)), 10_000),
             "both members consuming")
     before = set(a.owned())
-    member = a.consumer._member
+    member = a.consumer._group.member if a.consumer._group is not None else None
     require(isinstance(member, ConsumerGroupMember) and member.session.timeout_ms == SESSION_MS,
             "a knows the group's session timeout")
     assert isinstance(member, ConsumerGroupMember)

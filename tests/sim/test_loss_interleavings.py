@@ -20,6 +20,7 @@ from kafka.structs import TopicPartition
 
 from groupclient import GroupConsumer
 from groupclient.errors import UnassignedPartitionError
+from groupclient.member.types import CommitIdentity
 from groupclient.testing import GroupSimulation
 
 Sim = Callable[..., GroupSimulation]
@@ -61,8 +62,8 @@ class LossAtAcquisition:
         self._lock.release()
 
     def _lose(self) -> None:
-        membership = self._consumer._member
-        assert membership is not None
+        assert self._consumer._group is not None
+        membership = self._consumer._group.member
         # one lock per object, never nested: the driver holds no membership lock here
         assert membership._lock.acquire(blocking=False), "subscription lock taken under the membership lock"
         membership._lock.release()
@@ -70,7 +71,8 @@ class LossAtAcquisition:
         self.fired_at_generation = generation.generation_id
         if self.path == "fenced":
             # what the heartbeat thread runs on an ILLEGAL_GENERATION answer: the partitions are lost
-            membership.reset_generation_if(generation, "the test fences the generation", keep_member_id=True)
+            membership.fenced_if_still(CommitIdentity(generation.member_id, generation.generation_id),
+                                       "the test fences the generation", keep_member_id=True)
         elif self.path == "lease":
             # what it runs when no heartbeat was answered within the session timeout (the anchors
             # are moved back, as if the answers had stopped long ago)
@@ -79,14 +81,14 @@ class LossAtAcquisition:
         else:
             # what it runs when poll() was not called in time: forget the generation, drop the
             # partitions, send LeaveGroup (answered while the simulation goes on)
-            membership.maybe_leave_group("the test's poll timeout", before_sending=self._consumer._on_poll_timeout)
+            membership.maybe_leave_group("the test's poll timeout", before_sending=self._consumer._group.on_poll_timeout)
 
     def _check_nothing_came_back(self) -> None:
         """Until the member has joined again, it owns nothing: what the loss took away comes
         back only through a new assignment.  (Read without the lock: in the simulation no other
         thread runs while the driver does.)"""
-        membership = self._consumer._member
-        assert membership is not None
+        assert self._consumer._group is not None
+        membership = self._consumer._group.member
         owned = self._consumer._subscription._assignment
         if owned and membership.current_generation().generation_id < 0:
             self.violations.append(f"{sorted(owned)} owned again before rejoining (step {self.count})")
@@ -162,9 +164,11 @@ def test_seek_and_pause_of_a_partition_just_lost_do_nothing_and_of_a_stranger_fa
             break
     owned = sorted(consumer.assignment())
     assert len(owned) == 2
-    membership = consumer._member
-    assert membership is not None
-    membership.reset_generation_if(membership.current_generation(), "the test fences the generation", True)
+    assert consumer._group is not None
+    membership = consumer._group.member
+    generation = membership.current_generation()
+    membership.fenced_if_still(CommitIdentity(generation.member_id, generation.generation_id),
+                               "the test fences the generation", True)
     assert consumer.assignment() == set()
     tp = owned[0]
     consumer.seek(tp, 3)

@@ -245,7 +245,7 @@ def test_a_stable_member_goes_on_consuming_while_its_coordinator_is_looked_up(ma
     sim.inject_fault(FaultRule(int(ApiKey.FIND_COORDINATOR), FaultKind.ERROR, count=1_000,
                                error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
     sim.inject_fault(FaultRule(int(ApiKey.HEARTBEAT), FaultKind.ERROR, error_code=ErrorCode.NOT_COORDINATOR))
-    assert sim.run_until(lambda: a.consumer._member is not None and a.consumer._member.coordinator_unknown(),
+    assert sim.run_until(lambda: a.consumer._group is not None and a.consumer._group.member.coordinator_unknown(),
                          5_000)
     before = sum(len(v) for v in a.delivered.values())
     sim.produce("t", 20)
@@ -290,8 +290,8 @@ def test_a_classic_member_resumed_past_its_session_reports_its_partitions_lost(m
     assert sim.run_until(lambda: all(sum(len(v) for v in m.delivered.values()) > 0 for m in (a, b)), 10_000)
     before = set(a.owned())
     session_ms = a.consumer.config["session_timeout_ms"]
-    member = a.consumer._member
-    assert member is not None
+    assert a.consumer._group is not None
+    member = a.consumer._group.member
     batches: list[tuple[int, set[TopicPartition]]] = []
     a.on_batch = lambda m, batch: batches.append((sim.now, set(batch)))
     switch = DropAfterASwitch(sim, member.ownership)

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from groupclient.clock import FakeClock
 from groupclient.coordinator.config import CoordinatorConfig
+from groupclient.coordinator.consumer_group.group import ConsumerGroup
+from groupclient.coordinator.consumer_group.records import ConsumerGroupRecords
 from groupclient.coordinator.group.coordinator import GroupCoordinator, JoinRequest, SyncRequest
-from groupclient.coordinator.group.metadata import JoinResult, SyncResult
+from groupclient.coordinator.group_base.classic_api import JoinResult, SyncResult
 from groupclient.coordinator.storage.group_store import GroupStore
 
 RANGE = (("range", b"range-meta"),)
+
+
+def group_store(data_dir: Path | None = None, **options: Any) -> GroupStore[ConsumerGroup]:
+    """A GroupStore as the cluster opens one: consumer groups journaled as consumer_group/records.py
+    makes their records."""
+    return GroupStore(data_dir, consumer_records=ConsumerGroupRecords(), **options)
 
 
 @dataclass
@@ -44,11 +54,11 @@ class Pending:
 
 
 class Harness:
-    def __init__(self, store: GroupStore | None = None, **config: int) -> None:
+    def __init__(self, store: GroupStore[ConsumerGroup] | None = None, **config: int) -> None:
         config.setdefault("group_initial_rebalance_delay_ms", 0)
         self.config = CoordinatorConfig(**config)  # type: ignore[arg-type]
         self.clock = FakeClock()
-        self.store = store or GroupStore()
+        self.store = store or group_store()
         ids = itertools.count(1)
         self.coordinator = GroupCoordinator(self.config, self.store, 0, lambda c: f"{c}-{next(ids)}")
         for p in range(self.config.offsets_topic_partitions):

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.structs import TopicPartition as TP
 
+from groupclient.assignors.registry import BUILT_IN
 from groupclient.assignors import (
     AssignorError, ClusterView, CooperativeStickyAssignor, PartitionAssignor, RangeAssignor, RebalanceProtocol,
     RoundRobinAssignor, StickyAssignor, validate_assignment,
@@ -33,9 +34,8 @@ GHOST_TOPIC = "not-in-metadata"  # a topic some members subscribe to that the le
 PROPERTIES = settings(deadline=None, max_examples=80, database=None, suppress_health_check=[HealthCheck.too_slow])
 FEW = settings(deadline=None, max_examples=50, database=None, suppress_health_check=[HealthCheck.too_slow])
 
-ALL_ASSIGNORS: tuple[type[PartitionAssignor], ...] = (
-    RangeAssignor, RoundRobinAssignor, StickyAssignor, CooperativeStickyAssignor,
-)
+# every built-in assignor, from the registry's one table: a new one is held to these properties
+ALL_ASSIGNORS: tuple[type[PartitionAssignor], ...] = tuple(BUILT_IN.values())
 STICKY_ASSIGNORS: tuple[type[StickyAssignor], ...] = (StickyAssignor, CooperativeStickyAssignor)
 
 

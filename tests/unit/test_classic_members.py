@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from groupclient.coordinator.group.requests import LeavingMember
+from groupclient.coordinator.group_base.classic_api import LeavingMember
 from groupclient.error_codes import ErrorCode
 from groupclient.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest as Request
 from groupclient.protocol.consumer_protocol import Assignment, Subscription, decode_assignment, \
@@ -40,7 +40,7 @@ class Node:
 
     def classic_join(self, member_id: str = "", protocols: Any = SUBSCRIBED) -> Any:
         answers: list[Any] = []
-        from groupclient.coordinator.group.requests import JoinRequest
+        from groupclient.coordinator.group_base.classic_api import JoinRequest
         self.c.join_group(JoinRequest("g", member_id, None, "kp", "/127.0.0.1", 10_000, 5_000, "consumer",
                                       protocols), self.h.now, answers.append, TOPICS)
         return answers[0]

@@ -14,7 +14,7 @@ from groupclient.errors import (
     CommitFailedError, FatalGroupError, KafkaTimeoutError, RebalanceInProgressError, RequestFailedError,
 )
 from groupclient.consumer.commits import OffsetCommitter
-from groupclient.member.member_state import MemberState
+from groupclient.member.states import ClassicMemberState
 from groupclient.member.types import Generation
 from groupclient.protocol.apis import ApiKey
 from groupclient.error_codes import ErrorCode
@@ -50,7 +50,7 @@ def stable() -> tuple[OffsetCommitter, ScriptedClient, FakeClock]:
     coordinator, membership = parts.committer, parts.member
     assert membership.ensure_coordinator_ready(Timer(clock, 1000))
     membership.generation = Generation(3, "m-1", "range")
-    membership.state = MemberState.STABLE
+    membership.state = ClassicMemberState.STABLE
     membership.rejoin_reason = None
     return coordinator, net, clock
 
@@ -73,12 +73,12 @@ def test_retriable_errors_are_retried_within_the_timeout(stable: Any) -> None:
 
 
 @pytest.mark.parametrize("error, state, member_id", [
-    (E.REBALANCE_IN_PROGRESS, MemberState.STABLE, "m-1"),
-    (E.ILLEGAL_GENERATION, MemberState.UNJOINED, "m-1"),
-    (E.UNKNOWN_MEMBER_ID, MemberState.UNJOINED, ""),
+    (E.REBALANCE_IN_PROGRESS, ClassicMemberState.STABLE, "m-1"),
+    (E.ILLEGAL_GENERATION, ClassicMemberState.UNJOINED, "m-1"),
+    (E.UNKNOWN_MEMBER_ID, ClassicMemberState.UNJOINED, ""),
 ])
 def test_group_errors_fail_the_commit_and_ask_for_a_rejoin(stable: Any, error: ErrorCode,
-                                                          state: MemberState, member_id: str) -> None:
+                                                          state: ClassicMemberState, member_id: str) -> None:
     coordinator, net, clock = stable
     net.on(ApiKey.OFFSET_COMMIT, commit_answer(error))
     with pytest.raises(CommitFailedError, match="rebalanc"):
@@ -120,7 +120,7 @@ def test_commit_times_out_when_never_answered(stable: Any) -> None:
 
 def test_commit_while_rebalancing_fails_without_a_request(stable: Any) -> None:
     coordinator, net, clock = stable
-    coordinator.member.state = MemberState.PREPARING_REBALANCE
+    coordinator.member.state = ClassicMemberState.PREPARING_REBALANCE
     with pytest.raises(CommitFailedError):
         coordinator.commit_sync(OFFSETS, Timer(clock, 1000))
     assert not net.requests(ApiKey.OFFSET_COMMIT)

@@ -13,13 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groupclient.coordinator.consumer_group.errors import HeartbeatError
+from groupclient.coordinator.consumer_group.group import ConsumerGroup
 from groupclient.coordinator.consumer_group.records import group_record, member_record
-from groupclient.coordinator.group.requests import JoinRequest, LeavingMember, SyncRequest
+from groupclient.coordinator.group_base.classic_api import JoinRequest, LeavingMember, SyncRequest
 from groupclient.coordinator.storage.group_store import GroupStore
 from groupclient.error_codes import ErrorCode
 from groupclient.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest as Request
 from groupclient.protocol.consumer_protocol import Subscription, encode_subscription
-from tests.unit.group_harness import Harness
+from tests.unit.group_harness import Harness, group_store
 
 ORDERS = uuid.UUID(int=11)
 TOPICS = {"orders": (ORDERS, 6), "orders-eu": (uuid.UUID(int=12), 2)}
@@ -33,7 +34,7 @@ def hb(member: str, epoch: int, owned: list[int] | None, *, instance: str | None
                    subscribed_topic_regex=regex, topic_partitions=[] if join else tps)
 
 
-def snapshot(store: GroupStore) -> dict[str, Any]:
+def snapshot(store: GroupStore[ConsumerGroup]) -> dict[str, Any]:
     return {gid: (group_record(g), sorted((member_record(g, m) for m in g.members.values()),
                                           key=lambda r: r["member_id"]))
             for gid, g in store.consumer_groups.items()}
@@ -108,7 +109,7 @@ class Driver:
                 min_size=1, max_size=30))
 def test_a_reopened_store_rebuilds_every_consumer_group_as_it_was(tmp_path_factory: Any, steps: list[Any]) -> None:
     data_dir: Path = tmp_path_factory.mktemp("groups")
-    store = GroupStore(data_dir, compaction_min_bytes=2048)  # small: compactions happen
+    store = group_store(data_dir, compaction_min_bytes=2048)  # small: compactions happen
     driver = Driver(Harness(store=store))
     for who, action in steps:
         if action == "wait":
@@ -117,7 +118,7 @@ def test_a_reopened_store_rebuilds_every_consumer_group_as_it_was(tmp_path_facto
             driver.step(who, action)
     before = snapshot(store)
     store.close()
-    reopened = GroupStore(data_dir)
+    reopened = group_store(data_dir)
     try:
         assert snapshot(reopened) == before
     finally:
@@ -127,13 +128,13 @@ def test_a_reopened_store_rebuilds_every_consumer_group_as_it_was(tmp_path_facto
 def test_a_rebuilt_group_answers_its_members_as_the_group_would_have(tmp_path: Path) -> None:
     steps = [("A", "join"), ("A", "beat"), ("B", "join"), ("A", "beat"), ("B", "beat")]
     after = [("A", "beat"), ("B", "beat"), ("A", "beat"), ("B", "beat")]
-    store = GroupStore(tmp_path / "restarted")
-    restarted, kept = Driver(Harness(store=store)), Driver(Harness(store=GroupStore(tmp_path / "kept")))
+    store = group_store(tmp_path / "restarted")
+    restarted, kept = Driver(Harness(store=store)), Driver(Harness(store=group_store(tmp_path / "kept")))
     for who, action in steps:
         restarted.step(who, action)
         kept.step(who, action)
     store.close()
-    again = Driver(Harness(store=GroupStore(tmp_path / "restarted")))
+    again = Driver(Harness(store=group_store(tmp_path / "restarted")))
     again.epochs, again.owned = dict(restarted.epochs), dict(restarted.owned)
     for who, action in after:
         again.step(who, action)

@@ -24,7 +24,7 @@ from groupclient.error_codes import ErrorCode
 from groupclient.errors import FatalGroupError, RequestFailedError, RequestTimedOutError
 from groupclient.member.consumer_heartbeat_fields import Subscribed
 from groupclient.member.consumer_member import ConsumerGroupMember
-from groupclient.member.consumer_member_state import ConsumerMemberState as S
+from groupclient.member.states import ConsumerMemberState as S
 from groupclient.member.coordinator_lookup import CoordinatorLookup
 from groupclient.member.types import GroupConfig
 from groupclient.network.metadata import MetadataSnapshot
@@ -202,7 +202,7 @@ def test_a_v0_broker_may_hand_out_the_member_id_and_the_member_uses_it() -> None
     h.step(given, answer(1))
     assert h.heartbeats()[0].member_id == MEMBER_ID  # its own on the join, as Java 4's
     assert h.heartbeats()[1].member_id == "from-the-broker"
-    assert h.member.current_generation().member_id == "from-the-broker"
+    assert h.member.snapshot().member_id == "from-the-broker"
 
 
 def test_a_regex_needs_v1_and_a_v0_broker_is_a_refusal_saying_so() -> None:

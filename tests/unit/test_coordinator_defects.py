@@ -9,10 +9,10 @@ import logging
 import pytest
 
 from groupclient.coordinator.group.offsets import OffsetToCommit, commit_offsets
-from groupclient.coordinator.group.timers import TimerQueue
-from groupclient.coordinator.storage.group_store import GroupSnapshot, GroupStore, MemberSnapshot
+from groupclient.coordinator.group_base.timers import TimerQueue
+from groupclient.coordinator.storage.group_store import GroupSnapshot, MemberSnapshot
 
-from .group_harness import RANGE, Harness
+from .group_harness import RANGE, Harness, group_store
 
 ROUNDROBIN = (("roundrobin", b"rr-meta"),)
 
@@ -110,7 +110,7 @@ def test_commit_rules_in_empty_and_stable_groups() -> None:
 
 # -- 3. GROUP_MAX_SIZE_REACHED removes the refused member, as Kafka's handleJoinGroup ------------
 def test_group_max_size_refusal_removes_an_existing_member_and_its_static_id() -> None:
-    store = GroupStore()
+    store = group_store()
     members = tuple(
         MemberSnapshot(f"m{i}", "inst-2" if i == 2 else None, f"c{i}", "127.0.0.1", 30_000, 10_000,
                        b"range-meta", b"")

@@ -30,7 +30,7 @@ from groupclient.error_codes import ErrorCode
 from groupclient.errors import (
     BrokerError, CommitFailedError, FatalGroupError, RebalanceInProgressError, RequestFailedError,
 )
-from groupclient.member.member_state import MemberState
+from groupclient.member.states import ClassicMemberState
 from groupclient.member.types import Generation
 from groupclient.protocol.apis import ApiKey
 from groupclient.protocol.consumer_protocol import Assignment, encode_assignment
@@ -89,7 +89,7 @@ def group(clock: FakeClock, *, stable: bool) -> tuple[GroupParts, ScriptedClient
     if stable:
         assert parts.member.ensure_coordinator_ready(Timer(clock, 1000))
         member = parts.member
-        member.generation, member.state, member.rejoin_reason = Generation(4, "m-9", "range"), MemberState.STABLE, None
+        member.generation, member.state, member.rejoin_reason = Generation(4, "m-9", "range"), ClassicMemberState.STABLE, None
         member.heartbeat.joined(clock.monotonic_ms())
         parts.subscription.set_group_assignment({TP})
     else:
@@ -326,19 +326,19 @@ def check(api: ApiKey, code: int, action: Action, o: Observed) -> None:
                 assert joins[1] == expected, (joins, expected)
     elif api == ApiKey.HEARTBEAT:
         if action is A.NONE:
-            assert o.raised is None and x["state"] is MemberState.STABLE and not x["rejoin"]
+            assert o.raised is None and x["state"] is ClassicMemberState.STABLE and not x["rejoin"]
         elif action is A.REJOIN:
-            assert x["state"] is MemberState.STABLE and x["rejoin"] and x["generation"] == 4 and x["owned"] == {TP}
+            assert x["state"] is ClassicMemberState.STABLE and x["rejoin"] and x["generation"] == 4 and x["owned"] == {TP}
         elif action in (A.RESET_MEMBER, A.RESET_GENERATION):
-            assert x["state"] is MemberState.UNJOINED and x["generation"] == -1 and x["owned"] == set()
+            assert x["state"] is ClassicMemberState.UNJOINED and x["generation"] == -1 and x["owned"] == set()
             assert x["member_id"] == ("" if action is A.RESET_MEMBER else "m-9")
         elif action is A.REDISCOVER:
-            assert not x["known"] and x["state"] is MemberState.STABLE
+            assert not x["known"] and x["state"] is ClassicMemberState.STABLE
         elif action is A.FATAL:
             assert isinstance(o.fatal, FatalGroupError) and int(o.fatal.errno) == code
         else:
             assert action is A.RETRY, action
-            assert x["state"] is MemberState.STABLE and x["next_in"] <= CONFIG.retry_backoff_ms and o.fatal is None
+            assert x["state"] is ClassicMemberState.STABLE and x["next_in"] <= CONFIG.retry_backoff_ms and o.fatal is None
     elif api == ApiKey.LEAVE_GROUP:
         # gone either way: a code is only reported (Java logs it); never retried, never fatal
         assert x["generation"] == -1 and o.sent == [] and o.fatal is None
@@ -364,7 +364,7 @@ def check(api: ApiKey, code: int, action: Action, o: Observed) -> None:
         else:
             assert action is A.RAISE, action
             assert isinstance(o.raised, RequestFailedError) and raised_code(o) == code and o.fatal is None
-            assert x["state"] is MemberState.STABLE
+            assert x["state"] is ClassicMemberState.STABLE
     elif api == ApiKey.OFFSET_FETCH:
         if action is A.NONE:
             assert o.raised is None and x["result"] == {TP: OffsetAndMetadata(7, "", -1)}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from groupclient.coordinator.group.coordinator import LeavingMember
 from groupclient.coordinator.group.offsets import OffsetToCommit, commit_offsets
-from groupclient.coordinator.storage.group_store import CommittedOffset, GroupSnapshot, GroupStore
+from groupclient.coordinator.storage.group_store import CommittedOffset, GroupSnapshot
 
-from .group_harness import Harness
+from .group_harness import Harness, group_store
 
 MINUTE = 60_000
 HOUR = 60 * MINUTE
@@ -92,7 +92,7 @@ def test_an_empty_group_that_never_committed_is_deleted_at_the_next_check() -> N
 
 
 def test_a_loaded_empty_group_counts_its_retention_from_the_load() -> None:
-    store = GroupStore()
+    store = group_store()
     store.put_group(GroupSnapshot("g", 4, "consumer", None, None, ()))
     store.put_offsets("g", {("t", 0): CommittedOffset(5, -1, None, 0)})  # committed "long ago"
     h = Harness(store=store, offsets_retention_minutes=60, offsets_retention_check_interval_ms=MINUTE)

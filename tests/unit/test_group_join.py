@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from groupclient.coordinator.group.state import GroupState, IllegalStateTransition, check_transition
+from groupclient.coordinator.classic_group.state import GroupState, IllegalStateTransition, check_transition
 
 from .group_harness import Harness
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from groupclient.coordinator.group.coordinator import GroupCoordinator, LeavingMember
 from groupclient.coordinator.group.offsets import OffsetToCommit, commit_offsets, fetch_offsets
-from groupclient.coordinator.storage.group_store import GroupStore
 
-from .group_harness import Harness
+from .group_harness import Harness, group_store
 
 
 def _two_joined(h: Harness) -> tuple[str, str]:
@@ -141,7 +140,7 @@ def test_offset_commit_fencing_and_fetch() -> None:
 
 
 def test_coordinator_move_loads_groups_with_fresh_deadlines_and_unloads_waiters() -> None:
-    store = GroupStore()
+    store = group_store()
     h = Harness(store=store)
     r1, r2 = h.stable_group(2)
     commit_offsets(h.coordinator, "g", 1, r1.member_id, None, [OffsetToCommit("t", 0, 7)], 0, h.now)

@@ -15,7 +15,7 @@ from groupclient.clock import FakeClock
 from groupclient.member.coordinator_lookup import CoordinatorLookup
 from groupclient.member.group_member import GroupMember
 from groupclient.member.heartbeat_thread import HeartbeatThread
-from groupclient.member.member_state import MemberState
+from groupclient.member.states import ClassicMemberState
 from groupclient.member.types import COORDINATOR_ID_BASE, Generation, GroupConfig
 from groupclient.network.metadata import ClusterMetadata
 from groupclient.protocol.apis import ApiKey
@@ -199,7 +199,7 @@ def _stable_member(heartbeat_due: bool = False) -> MemberWorld:
     lookup.lookup()
     net.deliver()
     member = GroupMember(net, clock, CONFIG, lookup, NoPartitions())
-    member.generation, member.state, member.rejoin_reason = Generation(3, "m-1", "range"), MemberState.STABLE, None
+    member.generation, member.state, member.rejoin_reason = Generation(3, "m-1", "range"), ClassicMemberState.STABLE, None
     now = clock.monotonic_ms()
     member.heartbeat.joined(now)
     member.heartbeat.poll(now)

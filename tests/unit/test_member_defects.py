@@ -12,7 +12,7 @@ from groupclient.clock import FakeClock, Timer
 from groupclient.consumer.subscription import SubscriptionState
 from groupclient.errors import ProtocolError
 from groupclient.member.heartbeat_thread import HeartbeatThread
-from groupclient.member.member_state import MemberState
+from groupclient.member.states import ClassicMemberState
 from groupclient.member.types import JoinedMember
 from groupclient.protocol.apis import ApiKey
 from groupclient.protocol.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
@@ -48,7 +48,7 @@ def test_an_unreadable_assignment_fails_the_join_and_the_member_rejoins() -> Non
     net.on(ApiKey.SYNC_GROUP, lambda req: sync_answer(req, assignment=b"\x7f\x7f\x00\x00garbage"))
     with pytest.raises(ProtocolError, match="cannot be read"):
         join.join_group_if_needed(Timer(clock, 10_000))
-    assert member.state is MemberState.UNJOINED and member.rejoin_needed()
+    assert member.state is ClassicMemberState.UNJOINED and member.rejoin_needed()
     good = encode_assignment(Assignment([TopicPartition("t", 0)]))
     net.on(ApiKey.SYNC_GROUP, lambda req: sync_answer(req, assignment=good))
     assert join.join_group_if_needed(Timer(clock, 10_000))
@@ -87,7 +87,7 @@ def test_heartbeats_run_while_completing_the_rebalance() -> None:
     net.on(ApiKey.SYNC_GROUP, lambda req: None)  # the leader is slow: held
     net.on(ApiKey.HEARTBEAT, heartbeat_answer(E.NONE))
     assert not join.join_group_if_needed(Timer(clock, 500))
-    assert member.state is MemberState.COMPLETING_REBALANCE
+    assert member.state is ClassicMemberState.COMPLETING_REBALANCE
     thread = HeartbeatThread(member, lambda: None)
     clock.advance(3_000)
     thread._step()
@@ -169,7 +169,7 @@ def test_a_bug_in_a_response_handler_is_fatal_with_its_traceback_not_retried(mon
     bug would) fails the join with InternalError, kept for every later poll(); before, it was a
     retriable ProtocolError and the member joined again and again until the poll's timeout."""
     from groupclient.errors import InternalError
-    from groupclient.member.member_state import IllegalMemberTransition
+    from groupclient.member.states import IllegalMemberTransition
 
     clock = FakeClock()
     parts, net = consumer_member(clock)

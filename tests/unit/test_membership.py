@@ -10,7 +10,7 @@ from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
 
 from groupclient.clock import FakeClock, Timer
 from groupclient.errors import FatalGroupError
-from groupclient.member.member_state import MemberState
+from groupclient.member.states import ClassicMemberState
 from groupclient.member.coordinator_lookup import CoordinatorLookup
 from groupclient.member.group_member import GroupMember
 from groupclient.member.join import GroupJoin
@@ -115,7 +115,7 @@ def test_leader_path_finds_coordinator_joins_assigns_and_syncs(group: Any) -> No
     sync = net.requests(ApiKey.SYNC_GROUP)[0]
     assert {a.member_id: a.assignment for a in sync.assignments} == {"m-1": b"asg-m-1", "m-2": b"asg-m-2"}
     assert hooks.assign_calls[0][0] == "m-1" and len(hooks.assign_calls[0][2]) == 2
-    assert member.state is MemberState.STABLE
+    assert member.state is ClassicMemberState.STABLE
     assert hooks.completed == [(Generation(1, "m-1", "range"), b"mine")]
     assert len(hooks.prepared) == 1 and not member.rejoin_needed()
 
@@ -193,7 +193,7 @@ def test_fatal_join_errors_are_raised_with_a_hint(group: Any, error: ErrorCode, 
     assert raised.value.code is error and "JoinGroup of group 'g'" in message
     for part in says:
         assert part in message, message
-    assert member.state is MemberState.UNJOINED
+    assert member.state is ClassicMemberState.UNJOINED
 
 
 def test_a_failing_assignor_is_raised_and_the_member_rejoins_next_time(group: Any) -> None:
@@ -203,7 +203,7 @@ def test_a_failing_assignor_is_raised_and_the_member_rejoins_next_time(group: An
     net.on(ApiKey.SYNC_GROUP, sync_answer)
     with pytest.raises(RuntimeError, match="broken"):
         join.join_group_if_needed(Timer(clock, 10000))
-    assert member.state is MemberState.UNJOINED and member.rejoin_needed()
+    assert member.state is ClassicMemberState.UNJOINED and member.rejoin_needed()
     assert not net.requests(ApiKey.SYNC_GROUP)
     hooks.fail_assignment = None
     assert join.join_group_if_needed(Timer(clock, 10000))
@@ -234,13 +234,13 @@ def _stable(join: GroupJoin, net: ScriptedClient, clock: FakeClock) -> None:
 
 
 @pytest.mark.parametrize("error, state, member_id, fatal", [
-    (E.NONE, MemberState.STABLE, "m-1", False),
-    (E.REBALANCE_IN_PROGRESS, MemberState.STABLE, "m-1", False),
-    (E.ILLEGAL_GENERATION, MemberState.UNJOINED, "m-1", False),
-    (E.UNKNOWN_MEMBER_ID, MemberState.UNJOINED, "", False),
-    (E.FENCED_INSTANCE_ID, MemberState.STABLE, "m-1", True),
+    (E.NONE, ClassicMemberState.STABLE, "m-1", False),
+    (E.REBALANCE_IN_PROGRESS, ClassicMemberState.STABLE, "m-1", False),
+    (E.ILLEGAL_GENERATION, ClassicMemberState.UNJOINED, "m-1", False),
+    (E.UNKNOWN_MEMBER_ID, ClassicMemberState.UNJOINED, "", False),
+    (E.FENCED_INSTANCE_ID, ClassicMemberState.STABLE, "m-1", True),
 ])
-def test_heartbeat_answers(group: Any, error: ErrorCode, state: MemberState, member_id: str, fatal: bool) -> None:
+def test_heartbeat_answers(group: Any, error: ErrorCode, state: ClassicMemberState, member_id: str, fatal: bool) -> None:
     member, join, net, hooks, clock = group
     _stable(join, net, clock)
     net.on(ApiKey.HEARTBEAT, heartbeat_answer(error))
@@ -260,7 +260,7 @@ def test_a_heartbeat_answer_for_an_old_generation_changes_nothing(group: Any) ->
     member.generation = Generation(2, "m-1", "range")  # a newer generation meanwhile
     net.on(ApiKey.HEARTBEAT, heartbeat_answer(E.ILLEGAL_GENERATION))
     net.deliver()
-    assert future.failed() and member.state is MemberState.STABLE
+    assert future.failed() and member.state is ClassicMemberState.STABLE
     assert member.generation == Generation(2, "m-1", "range")
 
 
@@ -274,7 +274,7 @@ def test_leave_group_sends_reason_and_resets(group: Any) -> None:
     assert future is not None and future.succeeded()
     leave = net.requests(ApiKey.LEAVE_GROUP)[0]
     assert leave.members[0].member_id == "m-1" and leave.members[0].reason == "shutting down"
-    assert member.state is MemberState.UNJOINED and member.generation.member_id == ""
+    assert member.state is ClassicMemberState.UNJOINED and member.generation.member_id == ""
 
 
 def test_coordinator_lookup_failure_backs_off_and_retries(group: Any) -> None:
@@ -322,7 +322,7 @@ def test_poll_timeout_drops_partitions_before_leave_group_is_sent(group: Any) ->
     clock.advance(57_001)  # past max_poll_interval_ms (60 s) since the application's last poll
     thread._step()
     assert order == ["partitions dropped in generation -1", "leave sent"]
-    assert member.state is MemberState.UNJOINED and member.rejoin_needed()
+    assert member.state is ClassicMemberState.UNJOINED and member.rejoin_needed()
 
 
 def test_a_join_completed_by_another_poll_is_still_applied(group: Any) -> None:
@@ -334,7 +334,7 @@ def test_a_join_completed_by_another_poll_is_still_applied(group: Any) -> None:
     assert not join.join_group_if_needed(Timer(clock, 50))  # times out with SyncGroup in flight
     net.on(ApiKey.SYNC_GROUP, sync_answer)
     net.deliver()  # someone else's poll reads the answer
-    assert member.state is MemberState.STABLE and not hooks.completed
+    assert member.state is ClassicMemberState.STABLE and not hooks.completed
     assert join.needed_or_pending()
     assert join.join_group_if_needed(Timer(clock, 50))
     assert hooks.completed == [(Generation(1, "m-1", "range"), b"mine")]

@@ -14,7 +14,7 @@ from groupclient.network.connection import _MIN_ROOM, _SHRINK_AFTER, CLIENT_MAX_
 from groupclient.network.future import RequestFuture
 from groupclient.protocol.apis import ApiKey
 from tests.memory_broker import FakeStream, take_requests
-from tests.unit.test_network_robustness import (
+from tests.memory_wire import (
     NODE, connect, frame, heartbeat_frame, new_client, send_heartbeat, split, state)
 
 FETCH_VERSION = CLIENT_MAX_VERSIONS[ApiKey.FETCH]

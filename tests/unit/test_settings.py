@@ -75,7 +75,7 @@ def test_help_documents_every_setting_with_its_type_and_default() -> None:
         if d.setting.status == "used":
             assert f"{d.name} ({d.type_text}, default " in text, d.name
             assert " ".join(d.setting.doc.split()[:6]) in " ".join(text.split()), d.name
-    assert "**configs: 'Unpack[ConsumerSettings]'" in str(inspect.signature(GroupConsumer))
+    assert "**configs: 'Unpack[ConsumerSettings[K, V]]'" in str(inspect.signature(GroupConsumer))
 
 
 def test_every_public_name_and_method_has_a_docstring() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -12,6 +13,8 @@ from groupclient.coordinator.placement import elect_leader, java_string_hashcode
 from groupclient.coordinator.storage.group_store import CommittedOffset, GroupSnapshot, GroupStore, MemberSnapshot
 from groupclient.coordinator.storage.journal import Journal
 from groupclient.coordinator.storage.topic_log import InvalidRecords, PartitionLog, TopicStore
+
+from .group_harness import group_store
 
 
 def batch(values: list[bytes], producer: int = -1, epoch: int = -1, seq: int = -1, ts: int = 1000) -> bytes:
@@ -62,7 +65,7 @@ def test_journal_stops_at_a_corrupt_entry(tmp_path: Path) -> None:
 
 
 def test_group_store_survives_reopen(tmp_path: Path) -> None:
-    store = GroupStore(tmp_path)
+    store = group_store(tmp_path)
     member = MemberSnapshot("m-1", "inst", "client", "127.0.0.1", 30000, 10000, b"\x00sub", b"\x01asg")
     store.put_group(GroupSnapshot("g", 3, "consumer", "range", "m-1", (member,)))
     store.put_offsets("g", {("t", 0): CommittedOffset(10, -1, "meta", 5), ("t", 1): CommittedOffset(3, 2, None, 6)})
@@ -70,7 +73,7 @@ def test_group_store_survives_reopen(tmp_path: Path) -> None:
     store.put_offsets("gone", {("t", 0): CommittedOffset(1, -1, None, 1)})
     store.delete_group("gone")
     store.close()
-    again = GroupStore(tmp_path)
+    again = group_store(tmp_path)
     assert again.groups["g"].members == (member,)
     assert again.offsets["g"][("t", 0)].offset == 11
     assert again.offsets["g"][("t", 1)] == CommittedOffset(3, 2, None, 6)
@@ -135,7 +138,7 @@ def test_topic_store_persists_topics_and_records(tmp_path: Path) -> None:
 
 
 def test_timer_queue_orders_replaces_and_cancels() -> None:
-    from groupclient.coordinator.group.timers import TimerQueue
+    from groupclient.coordinator.group_base.timers import TimerQueue
 
     q = TimerQueue()
     fired: list[str] = []
@@ -154,13 +157,13 @@ def test_timer_queue_orders_replaces_and_cancels() -> None:
 
 
 # -- journal compaction -------------------------------------------------------------------------
-def _commit_many(store: GroupStore, count: int, group: str = "g") -> None:
+def _commit_many(store: GroupStore[Any], count: int, group: str = "g") -> None:
     for i in range(count):
         store.put_offsets(group, {("t", p): CommittedOffset(i, -1, "meta", 1000 + i) for p in range(4)})
 
 
 def test_group_journal_is_compacted_and_stays_bounded(tmp_path: Path) -> None:
-    store = GroupStore(tmp_path)
+    store = group_store(tmp_path)
     path = tmp_path / "groups.journal"
     member = MemberSnapshot("m-1", None, "client", "127.0.0.1", 30000, 10000, b"sub", b"asg")
     store.put_group(GroupSnapshot("g", 1, "consumer", "range", "m-1", (member,)))
@@ -172,7 +175,7 @@ def test_group_journal_is_compacted_and_stays_bounded(tmp_path: Path) -> None:
     store.put_offsets("gone", {("t", 0): CommittedOffset(1, -1, None, 1)})
     store.delete_group("gone")
     store.close()
-    again = GroupStore(tmp_path)
+    again = group_store(tmp_path)
     assert again.groups["g"].members == (member,)
     assert again.offsets["g"][("t", 3)] == CommittedOffset(999, -1, "meta", 1999)
     assert "gone" not in again.group_ids()
@@ -180,7 +183,7 @@ def test_group_journal_is_compacted_and_stays_bounded(tmp_path: Path) -> None:
 
 
 def test_compaction_drops_deleted_groups_and_expired_offsets_for_good(tmp_path: Path) -> None:
-    store = GroupStore(tmp_path, compaction_min_bytes=16 * 1024)
+    store = group_store(tmp_path, compaction_min_bytes=16 * 1024)
     store.put_offsets("deleted", {("t", 0): CommittedOffset(1, -1, None, 1)})
     store.put_group(GroupSnapshot("deleted", 1, "consumer", None, None, ()))
     store.delete_group("deleted")
@@ -189,7 +192,7 @@ def test_compaction_drops_deleted_groups_and_expired_offsets_for_good(tmp_path: 
     _commit_many(store, 500, group="busy")  # forces several compactions
     assert (tmp_path / "groups.journal").stat().st_size < 16 * 1024 + 1024
     store.close()
-    again = GroupStore(tmp_path, compaction_min_bytes=16 * 1024)
+    again = group_store(tmp_path, compaction_min_bytes=16 * 1024)
     assert "deleted" not in again.group_ids()
     assert list(again.offsets["kept"]) == [("t", 1)]
     assert again.offsets["busy"][("t", 0)].offset == 499
@@ -197,18 +200,18 @@ def test_compaction_drops_deleted_groups_and_expired_offsets_for_good(tmp_path: 
 
 
 def test_a_compacted_journal_still_ignores_a_torn_tail(tmp_path: Path) -> None:
-    store = GroupStore(tmp_path, compaction_min_bytes=16 * 1024)
+    store = group_store(tmp_path, compaction_min_bytes=16 * 1024)
     _commit_many(store, 500)
     store.put_offsets("late", {("t", 0): CommittedOffset(7, -1, None, 1)})
     store.close()
     with (tmp_path / "groups.journal").open("ab") as f:
         f.write(b"\x00\x00\x01\x00\xde\xad")  # a crash in the middle of the next append
-    again = GroupStore(tmp_path, compaction_min_bytes=16 * 1024)
+    again = group_store(tmp_path, compaction_min_bytes=16 * 1024)
     assert again.offsets["g"][("t", 2)].offset == 499
     assert again.offsets["late"][("t", 0)].offset == 7
     again.put_offsets("after", {("t", 0): CommittedOffset(8, -1, None, 1)})
     again.close()
-    assert GroupStore(tmp_path).offsets["after"][("t", 0)].offset == 8
+    assert group_store(tmp_path).offsets["after"][("t", 0)].offset == 8
 
 
 def test_a_journal_grown_while_compaction_was_off_is_compacted_on_open(tmp_path: Path) -> None:
@@ -220,7 +223,7 @@ def test_a_journal_grown_while_compaction_was_off_is_compacted_on_open(tmp_path:
         raw.append(record)
     raw.close()
     (tmp_path / "groups.journal.compacting").write_bytes(b"half a rewrite from a crash")
-    store = GroupStore(tmp_path)
+    store = group_store(tmp_path)
     assert path.stat().st_size < 1024
     assert not (tmp_path / "groups.journal.compacting").exists()
     assert store.offsets["g"][("t", 0)].offset == 1

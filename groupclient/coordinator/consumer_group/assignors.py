@@ -48,6 +48,8 @@ class PartitionAssignorError(Exception):
 
 @dataclass(frozen=True)
 class MemberSpec:
+    """What an assignor knows of a member."""
+
     member_id: str
     topics: frozenset[TopicId]  # subscribed, resolved to ids
     target: Mapping[TopicId, frozenset[int]] = field(default_factory=dict)  # its current target assignment
@@ -389,7 +391,11 @@ def _range_set(target: Mapping[TopicId, frozenset[int]], start: int, end: int) -
     return frozenset(range(start, end))
 
 
-ASSIGNORS: dict[str, Callable[[Sequence[MemberSpec], Mapping[TopicId, int]], dict[str, Assignment]]] = {
-    "uniform": uniform, "range": range_assignor,
-}
-DEFAULT_ASSIGNOR = "uniform"  # the first of Kafka's group.consumer.assignors
+ServerAssignor = Callable[[Sequence[MemberSpec], Mapping[TopicId, int]], dict[str, Assignment]]
+
+# The one table of server-side assignors, by the name a member asks for (ServerAssignor) and the
+# coordinator's settings list (group.consumer.assignors), in the order of Kafka's default for that
+# setting: the first is the default.  The settings' default and their check, the consumer groups
+# and the command line all read it, so an assignor added here is served everywhere.
+SERVER_ASSIGNORS: dict[str, ServerAssignor] = {"uniform": uniform, "range": range_assignor}
+DEFAULT_ASSIGNOR = next(iter(SERVER_ASSIGNORS))

@@ -26,9 +26,8 @@ from ...error_codes import ErrorCode
 from ...protocol.consumer_protocol import PROTOCOL_TYPE, Assignment, decode_assignment, decode_subscription, \
     encode_assignment
 from ...structs import TopicPartition
-from ..group.metadata import JoinResult, SyncResult
-from ..group.requests import JoinRequest, SyncRequest
-from ..group.state import RebalanceCause
+from ..group_base.classic_api import JoinRequest, JoinResult, SyncRequest, SyncResult
+from ..group_base.rebalance import RebalanceCause
 from .group import ClassicProtocol, ConsumerGroup, Member
 from .reconciliation import MemberAssignment, MemberAssignmentState
 from .subscriptions import Topics

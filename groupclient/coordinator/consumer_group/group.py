@@ -27,8 +27,8 @@ from typing import Any
 
 from ...error_codes import ErrorCode
 from ..config import CoordinatorConfig
-from ..group.state import RebalanceCause
-from .assignors import ASSIGNORS, MemberSpec
+from ..group_base.rebalance import RebalanceCause
+from .assignors import SERVER_ASSIGNORS, MemberSpec
 from .errors import HeartbeatError
 from .reconciliation import MemberAssignment, MemberAssignmentState, Partitions, next_assignment
 from .subscriptions import SubscribedTopics, Topics, compile_regex
@@ -46,7 +46,7 @@ class GroupSettings:
     heartbeat_interval_ms: int = 5000
     session_timeout_ms: int = 45000
     max_size: int = 2**31 - 1
-    assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
+    assignors: tuple[str, ...] = tuple(SERVER_ASSIGNORS)  # the first is the default
 
     @classmethod
     def of(cls, config: CoordinatorConfig) -> GroupSettings:
@@ -72,6 +72,8 @@ class ClassicProtocol:
 
 @dataclass
 class Member:
+    """A consumer group's member: what it subscribes to, its assignment and its deadlines."""
+
     member_id: str
     instance_id: str | None
     rack_id: str | None
@@ -108,6 +110,8 @@ class Answer:
 
 
 class ConsumerGroup:
+    """One consumer-protocol group (sans-IO): a heartbeat in, its answer out."""
+
     def __init__(self, group_id: str, settings: GroupSettings | None = None) -> None:
         self.group_id = group_id
         self.settings = settings or GroupSettings()
@@ -311,13 +315,14 @@ class ConsumerGroup:
 
     # -- the target assignment ---------------------------------------------------------------------
     def maybe_assign(self, topics: Topics) -> None:
+        """Compute the target assignment again if the group epoch moved past it."""
         if self.assignment_epoch >= self.epoch:
             return
         self.assignor_name = self._preferred_assignor()
         partitions = {topic_id: count for topic_id, count in self.subscribed.metadata.values()}
         specs = [MemberSpec(m.member_id, frozenset(topics[t][0] for t in self.subscribed.topics_of(m) if t in topics),
                             self.target.get(m.member_id, {}), m.instance_id) for m in self.members.values()]
-        self.target = dict(ASSIGNORS[self.assignor_name](specs, partitions))
+        self.target = dict(SERVER_ASSIGNORS[self.assignor_name](specs, partitions))
         self.assignment_epoch = self.epoch
 
     def _preferred_assignor(self) -> str:

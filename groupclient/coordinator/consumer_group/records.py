@@ -10,12 +10,10 @@ from __future__ import annotations
 import base64
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any
 
+from ..storage.group_store import Record
 from .group import ClassicProtocol, ConsumerGroup, GroupSettings, Member
 from .reconciliation import MemberAssignment, MemberAssignmentState, Partitions
-
-Record = dict[str, Any]
 
 
 def _partitions(value: Partitions) -> dict[str, list[int]]:
@@ -74,3 +72,20 @@ def rebuild(group: Record, members: Iterable[Record], settings: GroupSettings | 
         rebuilt.members[member.member_id] = member
         rebuilt.target[member.member_id] = _parse_partitions(m["target"])
     return rebuilt
+
+
+class ConsumerGroupRecords:
+    """These records as the codec a GroupStore journals consumer groups with (the store knows
+    records only, not the groups)."""
+
+    def group_record(self, group: ConsumerGroup) -> Record:
+        """:func:`group_record`."""
+        return group_record(group)
+
+    def member_record(self, group: ConsumerGroup, member_id: str) -> Record:
+        """:func:`member_record` of the group's member of that id."""
+        return member_record(group, group.members[member_id])
+
+    def rebuild(self, group: Record, members: Iterable[Record]) -> ConsumerGroup:
+        """:func:`rebuild` with the default settings (a coordinator that loads the group gives it its own)."""
+        return rebuild(group, members)

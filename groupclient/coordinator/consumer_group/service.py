@@ -2,8 +2,8 @@
 to, the members' deadlines on the node's timer queue, the journal, groups changing protocol, and
 moving with the offsets partitions.
 
-Sans-IO like the classic core (:mod:`..group.coordinator`): every entry point takes ``now``, and
-everything runs on the cluster's event loop thread, so nothing here is locked.  The groups
+Sans-IO like the classic groups (:mod:`..classic_group.groups`): every entry point takes ``now``,
+and everything runs on the cluster's event loop thread, so nothing here is locked.  The groups
 themselves live in the cluster's :class:`GroupStore` (``consumer_groups``), shared by every node
 as the offsets topic is: the node that takes an offsets partition over serves its groups at the
 epochs they had, and their members' deadlines start again from the move, as Kafka's do when a
@@ -13,7 +13,9 @@ Group ids are one namespace with the classic groups.  As Kafka 4.1 with its defa
 policy (``bidirectional``): an empty group of one kind gives its id to a member of the other kind;
 a classic JoinGroup joins a live consumer group as a classic member (:mod:`.classic_members`); a
 consumer-protocol join upgrades a live classic group, and a consumer group left with classic
-members only goes back to being a classic group (:mod:`.migration`).
+members only goes back to being a classic group.  Those two conversions need both kinds of group,
+so the group coordinator above both makes them (``group/migration.py``), asked through
+:class:`ClassicSide`.
 """
 
 from __future__ import annotations
@@ -25,14 +27,12 @@ from typing import Any, Protocol
 
 from ...error_codes import ErrorCode
 from ..config import CoordinatorConfig
-from ..group.metadata import Group, JoinResult, SyncResult
-from ..group.requests import JoinRequest, LeavingMember, SyncRequest
-from ..group.state import CONSUMER, RebalanceCause, RebalanceHook
-from ..group.timers import TimerQueue
+from ..group_base.classic_api import JoinRequest, JoinResult, LeavingMember, SyncRequest, SyncResult
+from ..group_base.rebalance import CONSUMER, RebalanceCause, RebalanceHook
+from ..group_base.timers import TimerQueue
 from . import classic_members
 from .errors import HeartbeatError
 from .group import Answer, ConsumerGroup, GroupSettings, Member, deadline_of
-from .migration import downgraded, upgraded
 from .reconciliation import MemberAssignmentState
 from .subscriptions import Topics
 from .validation import validate_heartbeat
@@ -47,21 +47,27 @@ class GroupRecords(Protocol):
 
     consumer_groups: dict[str, ConsumerGroup]
 
-    def save_consumer_group(self, group: ConsumerGroup, member_ids: Iterable[str] | None = None) -> None: ...
+    def save_consumer_group(self, group: ConsumerGroup, member_ids: Iterable[str] | None = None) -> None:
+        """Journal what changed of the group (the members named; every member when None)."""
 
-    def delete_consumer_group(self, group_id: str) -> None: ...
+    def delete_consumer_group(self, group_id: str) -> None:
+        """The group is gone."""
 
 
 class ClassicSide(Protocol):
-    """The node's classic groups, as far as a group changing protocol needs them."""
+    """The node's classic groups, as far as a group changing protocol needs them (the group
+    coordinator, which knows both kinds of group and converts one into the other)."""
 
-    groups: dict[str, Group]
+    def is_classic_group(self, group_id: str) -> bool:
+        """Whether a classic group of that id is served here."""
 
-    def retire_classic(self, group_id: str, reason: str) -> None:
-        """The classic group of that id is gone (its id now names a consumer group)."""
+    def upgrade_classic(self, group_id: str, settings: GroupSettings, topics: Topics, now: int) -> ConsumerGroup | None:
+        """The consumer group the classic group of that id becomes (the classic group is gone then),
+        or None if it had no members (gone too: its id is free); HeartbeatError with Kafka's refusal."""
 
-    def adopt_classic(self, group: Group, now: int) -> None:
-        """Serve a classic group made of a consumer group's classic members, and rebalance it."""
+    def downgrade_to_classic(self, group: ConsumerGroup, name_of: Callable[[uuid.UUID], str | None],
+                             generation: int, now: int) -> None:
+        """Serve a classic group made of the consumer group's classic members, and rebalance it."""
 
 
 class ConsumerGroups:
@@ -120,22 +126,15 @@ class ConsumerGroups:
         """A new consumer group for a joining member (an empty classic group's id taken over, or a
         live classic group upgraded), or Kafka's refusal."""
         group_id = request.group_id
-        classic = self._classic.groups.get(group_id)
-        if classic is not None and request.member_epoch == 0:
-            if not classic.members:
-                log.info("group %s: the empty classic group becomes a consumer group", group_id)
-                self._classic.retire_classic(group_id, "its id now names a consumer group")
-            else:
-                group = upgraded(classic, self.settings, topics, now)
-                self._classic.retire_classic(group_id, "upgraded to a consumer group")
-                log.info("group %s: the classic group of %d members becomes a consumer group at epoch %d",
-                         group_id, len(group.members), group.epoch)
-                self._registry[group_id] = group
-                for member_id in group.members:
-                    self._arm(group, member_id)
-                return group
-        elif classic is not None:
-            raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        if self._classic.is_classic_group(group_id):
+            if request.member_epoch != 0:
+                raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            upgraded = self._classic.upgrade_classic(group_id, self.settings, topics, now)
+            if upgraded is not None:
+                self._registry[group_id] = upgraded
+                for member_id in upgraded.members:
+                    self._arm(upgraded, member_id)
+                return upgraded
         if request.member_epoch != 0:
             leaving = request.member_epoch in (-1, -2)
             raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found." if leaving
@@ -250,11 +249,8 @@ class ConsumerGroups:
             return
         if self._registry.get(group.group_id) is not group:
             return
-        classic = downgraded(group, self._name_of, epoch)
         self.delete(group.group_id)
-        log.info("group %s: only classic members are left: it becomes a classic group of %d members",
-                 group.group_id, len(classic.members))
-        self._classic.adopt_classic(classic, now)
+        self._classic.downgrade_to_classic(group, self._name_of, epoch, now)
 
     def _rebalanced(self, group: ConsumerGroup, epoch: int) -> None:
         """Tell the hook if the group epoch moved past ``epoch`` (a new epoch: a rebalance)."""

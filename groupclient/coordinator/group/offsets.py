@@ -1,15 +1,16 @@
-"""OffsetCommit and OffsetFetch, fenced by generation and member (Kafka's handleCommitOffsets)."""
+"""OffsetCommit and OffsetFetch, fenced by generation and member (Kafka's handleCommitOffsets): a
+classic group's by its rules, a consumer group's by :mod:`..consumer_group.offset_rules`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ...error_codes import ErrorCode
+from ..classic_group.metadata import Group
+from ..classic_group.state import GroupState
 from ..consumer_group.offset_rules import offset_commit_error, offset_fetch_error
 from ..storage.group_store import CommittedOffset, TopicPartition
 from .coordinator import GroupCoordinator
-from .metadata import Group
-from .state import GroupState
 
 E = ErrorCode
 S = GroupState
@@ -17,6 +18,8 @@ S = GroupState
 
 @dataclass(frozen=True)
 class OffsetToCommit:
+    """One partition's offset an OffsetCommit carries."""
+
     topic: str
     partition: int
     offset: int

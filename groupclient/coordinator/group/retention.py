@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ...error_codes import ErrorCode
+from ..classic_group.metadata import Group
+from ..classic_group.state import GroupState
 from ..config import CoordinatorConfig
+from ..consumer_group.group import ConsumerGroup
 from ..consumer_group.service import ConsumerGroups
+from ..group_base.timers import TimerQueue
 from ..storage.group_store import GroupStore, TopicPartition
-from .metadata import Group
-from .state import GroupState
-from .timers import TimerQueue
 
 log = logging.getLogger("groupclient.coordinator.group")
 
@@ -39,15 +40,17 @@ class CoordinatorState(Protocol):
     calls in here)."""
 
     config: CoordinatorConfig
-    store: GroupStore
+    store: GroupStore[ConsumerGroup]
     node_id: int
     groups: dict[str, Group]
     timers: TimerQueue
     consumer: ConsumerGroups
 
-    def check_group(self, group_id: str | None) -> ErrorCode: ...
+    def check_group(self, group_id: str | None) -> ErrorCode:
+        """The checks every group API starts with."""
 
-    def drop_group(self, group: Group, reason: str) -> None: ...
+    def drop_group(self, group: Group, reason: str) -> None:
+        """Delete an Empty classic group and its offsets."""
 
 E = ErrorCode
 S = GroupState
@@ -56,6 +59,8 @@ CLEANUP_TIMER = ("offsets-retention-check",)
 
 @dataclass(frozen=True)
 class CleanupResult:
+    """What one cleanup pass removed."""
+
     expired_offsets: int
     deleted_groups: tuple[str, ...]
 
@@ -67,6 +72,7 @@ def schedule_cleanup(coordinator: CoordinatorState, now: int) -> None:
 
 
 def cancel_cleanup(coordinator: CoordinatorState) -> None:
+    """Disarm the periodic cleanup (the node leads no offsets partition)."""
     coordinator.timers.cancel(CLEANUP_TIMER)
 
 

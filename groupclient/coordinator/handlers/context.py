@@ -11,6 +11,7 @@ from typing import Any, Protocol, TypeVar
 from ...clock import Clock
 from ...error_codes import ErrorCode
 from ..config import CoordinatorConfig
+from ..consumer_group.group import ConsumerGroup
 from ..faults import FaultInjector
 from ..group.coordinator import GroupCoordinator
 from ..memory_pool import RequestMemoryPool
@@ -41,27 +42,36 @@ class Cluster(Protocol):
     runtime: ServerRuntime
     cluster_id: str
     topics: TopicStore
-    group_store: GroupStore
+    group_store: GroupStore[ConsumerGroup]
     faults: FaultInjector
     request_memory: RequestMemoryPool
 
-    def new_member_id(self, client_id: str) -> str: ...
+    def new_member_id(self, client_id: str) -> str:
+        """A classic member id."""
 
-    def new_consumer_member_id(self) -> str: ...
+    def new_consumer_member_id(self) -> str:
+        """A consumer-protocol member id."""
 
-    def live_nodes(self) -> Sequence[Node]: ...
+    def live_nodes(self) -> Sequence[Node]:
+        """The nodes up, by id."""
 
-    def controller_id(self) -> int: ...
+    def controller_id(self) -> int:
+        """The node Metadata names the controller (-1: none up)."""
 
-    def partition_leader(self, partition: int) -> int | None: ...
+    def partition_leader(self, partition: int) -> int | None:
+        """The node leading a partition (None: no node up)."""
 
-    def coordinator_node_for(self, group_id: str) -> Node | None: ...
+    def coordinator_node_for(self, group_id: str) -> Node | None:
+        """The node coordinating a group id (None: its offsets partition has no leader)."""
 
-    async def wait_for_append(self, keys: list[tuple[str, int]], timeout_ms: int) -> None: ...
+    async def wait_for_append(self, keys: list[tuple[str, int]], timeout_ms: int) -> None:
+        """Return once one of the partitions is appended to, or after ``timeout_ms``."""
 
 
 @dataclass(frozen=True)
 class RequestContext:
+    """What a handler knows of the request it answers: the node, the cluster, the client."""
+
     node: Node
     core: Cluster
     api_version: int
@@ -71,10 +81,12 @@ class RequestContext:
 
     @property
     def now(self) -> int:
+        """Monotonic ms."""
         return self.core.clock.monotonic_ms()
 
     @property
     def wall_ms(self) -> int:
+        """Wall-clock ms (commit timestamps)."""
         return self.core.clock.wall_ms()
 
     def foreign_member(self, group_id: str, member_id: str | None, instance_id: str | None = None) -> ErrorCode:

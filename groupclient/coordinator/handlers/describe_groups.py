@@ -7,7 +7,7 @@ from typing import Any
 from kafka.protocol.admin.groups import DescribeGroupsResponse
 
 from ...error_codes import ErrorCode
-from ..group.state import GroupState
+from ..classic_group.state import GroupState
 from .context import Handler, RequestContext
 
 Described = DescribeGroupsResponse.DescribedGroup

@@ -7,8 +7,7 @@ from typing import Any
 from kafka.protocol.consumer.group import JoinGroupResponse
 
 from ...error_codes import ErrorCode
-from ..group.coordinator import JoinRequest
-from ..group.metadata import JoinResult
+from ..group_base.classic_api import JoinRequest, JoinResult
 from .context import Handler, RequestContext
 
 

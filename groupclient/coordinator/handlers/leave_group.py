@@ -7,7 +7,7 @@ from typing import Any
 from kafka.protocol.consumer.group import LeaveGroupResponse
 
 from ...error_codes import ErrorCode
-from ..group.coordinator import LeavingMember
+from ..group_base.classic_api import LeavingMember
 from .context import Handler, RequestContext
 
 

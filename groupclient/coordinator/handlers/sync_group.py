@@ -7,8 +7,7 @@ from typing import Any
 from kafka.protocol.consumer.group import SyncGroupResponse
 
 from ...error_codes import ErrorCode
-from ..group.coordinator import SyncRequest
-from ..group.metadata import SyncResult
+from ..group_base.classic_api import SyncRequest, SyncResult
 from .context import Handler, RequestContext
 
 

@@ -17,18 +17,17 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
-from ..consumer_group.group import ConsumerGroup
-from ..consumer_group.records import Record, group_record, member_record, rebuild
 from .journal import Journal
 
 log = logging.getLogger("groupclient.coordinator.storage")
 
 TopicPartition = tuple[str, int]
+Record = dict[str, Any]  # a consumer group's or member's journal record (JSON)
 
 COMPACTION_MIN_BYTES = 1024 * 1024
 COMPACTION_RATIO = 2
@@ -38,6 +37,8 @@ _OFFSETS_PER_ENTRY = 1000
 
 @dataclass(frozen=True)
 class MemberSnapshot:
+    """A classic member as stored (its subscription in the group's protocol)."""
+
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -50,6 +51,8 @@ class MemberSnapshot:
 
 @dataclass(frozen=True)
 class GroupSnapshot:
+    """A classic group as stored (Kafka's GroupMetadata record)."""
+
     group_id: str
     generation_id: int
     protocol_type: str | None
@@ -60,10 +63,42 @@ class GroupSnapshot:
 
 @dataclass(frozen=True)
 class CommittedOffset:
+    """One partition's committed offset (Kafka's OffsetCommit record)."""
+
     offset: int
     leader_epoch: int
     metadata: str | None
     commit_timestamp_ms: int
+
+
+class StoredConsumerGroup(Protocol):
+    """What the store reads of a consumer-protocol group itself: its id and its members' ids."""
+
+    @property
+    def group_id(self) -> str:
+        """The group's id."""
+
+    @property
+    def members(self) -> Mapping[str, object]:
+        """The group's members by member id."""
+
+
+G = TypeVar("G", bound=StoredConsumerGroup)
+
+
+class ConsumerGroupCodec(Protocol[G]):
+    """How a consumer-protocol group becomes journal records and back.  The consumer groups' own
+    package supplies it (``consumer_group/records.py``): the store, below both kinds of group,
+    keeps records and knows neither kind."""
+
+    def group_record(self, group: G) -> Record:
+        """What the group is, without its members."""
+
+    def member_record(self, group: G, member_id: str) -> Record:
+        """One member of the group (one it has)."""
+
+    def rebuild(self, group: Record, members: Iterable[Record]) -> G:
+        """The group the records describe."""
 
 
 def _b64(data: bytes) -> str:
@@ -74,15 +109,19 @@ def _encode(record: dict[str, Any]) -> bytes:
     return json.dumps(record, separators=(",", ":")).encode()
 
 
-class GroupStore:
+class GroupStore(Generic[G]):
+    """Classic groups' snapshots, consumer groups (kept as the ``consumer_records`` codec makes
+    their records) and every group's committed offsets, journaled in ``data_dir`` when given."""
+
     def __init__(self, data_dir: Path | None = None, fsync: bool = False,
-                 compaction_min_bytes: int = COMPACTION_MIN_BYTES) -> None:
+                 compaction_min_bytes: int = COMPACTION_MIN_BYTES, *, consumer_records: ConsumerGroupCodec[G]) -> None:
         self.groups: dict[str, GroupSnapshot] = {}
         self.offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
         # the consumer-protocol (KIP-848) groups: whichever node leads a group's offsets partition
         # serves it at the epochs it had; with a data dir their records are journaled too (the
         # records as last written: what a change is compared with, and what compaction keeps)
-        self.consumer_groups: dict[str, ConsumerGroup] = {}
+        self.consumer_groups: dict[str, G] = {}
+        self._codec = consumer_records
         self._consumer_records: dict[str, tuple[Record, dict[str, Record]]] = {}
         self._compaction_min_bytes = compaction_min_bytes
         self._check_compaction_at = compaction_min_bytes
@@ -90,14 +129,16 @@ class GroupStore:
         if self._journal is not None:
             for entry in self._journal.replay():
                 self._apply(json.loads(entry))
-            self.consumer_groups = {gid: rebuild(group, members.values())
+            self.consumer_groups = {gid: consumer_records.rebuild(group, members.values())
                                     for gid, (group, members) in self._consumer_records.items()}
             self._maybe_compact()  # a journal left large (by a crash or an older version)
 
     def put_group(self, snapshot: GroupSnapshot) -> None:
+        """Keep a classic group's snapshot (replacing the one before)."""
         self._write(self._group_record(snapshot))
 
     def put_offsets(self, group_id: str, offsets: dict[TopicPartition, CommittedOffset]) -> None:
+        """Keep committed offsets (each replacing its partition's)."""
         if not offsets:
             return
         self._write(self._offsets_record(group_id, offsets.items()))
@@ -114,23 +155,22 @@ class GroupStore:
         if group_id in self.groups or group_id in self.offsets:
             self._write({"type": "delete", "group_id": group_id})
 
-    def save_consumer_group(self, group: ConsumerGroup, member_ids: Iterable[str] | None = None) -> None:
+    def save_consumer_group(self, group: G, member_ids: Iterable[str] | None = None) -> None:
         """Journal what changed of a consumer group: its own record, and the members named (every
         member when None; one that is gone gets a tombstone).  Without a data dir, nothing."""
         if self._journal is None:
             return
         kept_group, kept_members = self._consumer_records.get(group.group_id, ({}, {}))
-        record = group_record(group)
+        record = self._codec.group_record(group)
         if record != kept_group:
             self._write({"type": "consumer_group", "value": record})
         if member_ids is None:
             member_ids = set(group.members) | set(kept_members)
         for member_id in member_ids:
-            member = group.members.get(member_id)
-            if member is None:
+            if member_id not in group.members:
                 if member_id in kept_members:
                     self._write({"type": "consumer_member_delete", "group_id": group.group_id, "member_id": member_id})
-            elif (value := member_record(group, member)) != kept_members.get(member_id):
+            elif (value := self._codec.member_record(group, member_id)) != kept_members.get(member_id):
                 self._write({"type": "consumer_member", "group_id": group.group_id, "value": value})
 
     def delete_consumer_group(self, group_id: str) -> None:
@@ -147,9 +187,11 @@ class GroupStore:
                 self.delete_offsets(group_id, gone)
 
     def group_ids(self) -> set[str]:
+        """Every group with a snapshot or committed offsets."""
         return set(self.groups) | set(self.offsets)
 
     def close(self) -> None:
+        """Close the journal."""
         if self._journal is not None:
             self._journal.close()
 

@@ -18,12 +18,15 @@ TimerAction = Callable[[int], None]
 
 
 class TimerQueue:
+    """Deadlines by key, each with the action to run at it (one queue per node, both kinds of group)."""
+
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, Hashable]] = []
         self._live: dict[Hashable, tuple[int, int, TimerAction]] = {}
         self._seq = itertools.count()
 
     def schedule(self, key: Hashable, deadline: int, action: TimerAction) -> None:
+        """Run ``action(now)`` at ``deadline``, replacing what ``key`` had."""
         seq = next(self._seq)
         self._live[key] = (deadline, seq, action)
         heapq.heappush(self._heap, (deadline, seq, key))
@@ -31,6 +34,7 @@ class TimerQueue:
             self._compact()
 
     def cancel(self, key: Hashable) -> None:
+        """Forget the key's deadline, if any."""
         self._live.pop(key, None)
 
     def __contains__(self, key: Hashable) -> bool:
@@ -40,6 +44,7 @@ class TimerQueue:
         return len(self._live)
 
     def next_deadline(self) -> int | None:
+        """The earliest deadline (None: none)."""
         self._drop_stale_head()
         return self._heap[0][0] if self._heap else None
 

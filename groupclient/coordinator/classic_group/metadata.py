@@ -1,53 +1,24 @@
-"""Members and groups as the coordinator holds them (Kafka's MemberMetadata / GroupMetadata)."""
+"""Classic members and groups as the coordinator holds them (Kafka's MemberMetadata / GroupMetadata)."""
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...error_codes import ErrorCode
-from .state import CAN_REBALANCE, GroupState, RebalanceCause, check_transition
+from ..group_base.classic_api import JoinCallback, JoinedMember, JoinResult, SyncCallback, SyncResult
+from ..group_base.rebalance import RebalanceCause
+from .state import CAN_REBALANCE, GroupState, check_transition
 
 log = logging.getLogger("groupclient.coordinator.group")
 
 
-@dataclass(frozen=True)
-class JoinedMember:
-    """What the leader learns about each member in its JoinGroup response."""
-
-    member_id: str
-    group_instance_id: str | None
-    metadata: bytes
-
-
-@dataclass(frozen=True)
-class JoinResult:
-    error: ErrorCode
-    member_id: str
-    generation_id: int = -1
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader_id: str = ""
-    members: tuple[JoinedMember, ...] = ()
-    skip_assignment: bool = False
-
-
-@dataclass(frozen=True)
-class SyncResult:
-    error: ErrorCode
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignment: bytes = b""
-
-
-JoinCallback = Callable[[JoinResult], None]
-SyncCallback = Callable[[SyncResult], None]
-
-
 @dataclass
 class Member:
+    """A classic group's member (Kafka's MemberMetadata), with the JoinGroup or SyncGroup it
+    has waiting, if any."""
+
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -69,26 +40,32 @@ class Member:
 
     @property
     def is_static(self) -> bool:
+        """Whether it has a group instance id (KIP-345)."""
         return self.group_instance_id is not None
 
     @property
     def awaiting_join(self) -> bool:
+        """Whether a JoinGroup of it waits for the rebalance."""
         return self.join_callback is not None
 
     @property
     def awaiting_sync(self) -> bool:
+        """Whether a SyncGroup of it waits for the leader's assignment."""
         return self.sync_callback is not None
 
     def protocol_names(self) -> list[str]:
+        """Its protocols' names, preferred first."""
         return [name for name, _ in self.protocols]
 
     def metadata_for(self, protocol: str) -> bytes:
+        """What it stated for ``protocol`` (KeyError: it does not have it)."""
         for name, metadata in self.protocols:
             if name == protocol:
                 return metadata
         raise KeyError(f"member {self.member_id} does not support protocol {protocol!r}")
 
     def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
+        """Whether a rejoin states the very protocols it has."""
         return self.protocols == protocols
 
     def complete_join(self, result: JoinResult) -> None:
@@ -104,6 +81,7 @@ class Member:
             callback(result)
 
     def has_satisfied_heartbeat(self) -> bool:
+        """Whether its session deadline passing finds it alive (Kafka's hasSatisfiedHeartbeat)."""
         if self.is_new:
             # new members can expire while still awaiting their first join response
             return self.heartbeat_satisfied
@@ -115,6 +93,8 @@ class Member:
 
 @dataclass
 class Group:
+    """A classic group (Kafka's GroupMetadata): its state, generation, protocol and members."""
+
     group_id: str
     state: GroupState = GroupState.EMPTY
     generation_id: int = 0
@@ -151,25 +131,32 @@ class Group:
         self.state = target
 
     def is_in(self, *states: GroupState) -> bool:
+        """Whether the group is in one of ``states``."""
         return self.state in states
 
     def can_rebalance(self) -> bool:
+        """Whether a join or leave may start a rebalance now."""
         return self.state in CAN_REBALANCE
 
     # -- membership ----------------------------------------------------------------------
     def has(self, member_id: str) -> bool:
+        """Whether the member is in the group."""
         return member_id in self.members
 
     def get(self, member_id: str) -> Member:
+        """The member (KeyError: not in the group)."""
         return self.members[member_id]
 
     def get_or_none(self, member_id: str) -> Member | None:
+        """The member, or None."""
         return self.members.get(member_id)
 
     def is_leader(self, member_id: str) -> bool:
+        """Whether the member leads the group."""
         return self.leader_id == member_id
 
     def add(self, member: Member) -> None:
+        """A member joins: the first sets the protocol type and leads."""
         if not self.members:
             self.protocol_type = member.protocol_type
         if self.leader_id is None:
@@ -180,6 +167,7 @@ class Group:
         self.pending_members.discard(member.member_id)
 
     def remove(self, member_id: str) -> Member | None:
+        """The member leaves (its static id too); the removed member, if it was there."""
         member = self.members.pop(member_id, None)
         self.pending_sync_members.discard(member_id)
         if member is not None and member.group_instance_id is not None:
@@ -191,13 +179,17 @@ class Group:
         return member
 
     def static_member_id(self, instance_id: str | None) -> str | None:
+        """The member id a group instance id has now, if any."""
         return None if instance_id is None else self.static_members.get(instance_id)
 
     def is_static_member_fenced(self, instance_id: str | None, member_id: str) -> bool:
+        """Whether the instance id belongs to another member id now (FENCED_INSTANCE_ID)."""
         known = self.static_member_id(instance_id)
         return known is not None and known != member_id
 
     def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> Member:
+        """A static member back with a new member id takes its old place; the old id's waiting
+        requests hear FENCED_INSTANCE_ID."""
         member = self.members.pop(old_id)
         member.complete_join(JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_id))
         member.complete_sync(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
@@ -212,15 +204,19 @@ class Group:
         return member
 
     def num_awaiting_join(self) -> int:
+        """How many members have a JoinGroup waiting."""
         return sum(1 for m in self.members.values() if m.awaiting_join)
 
     def has_all_members_joined(self) -> bool:
+        """Whether every member rejoined and no member id is still pending."""
         return len(self.members) == self.num_awaiting_join() and not self.pending_members
 
     def not_yet_rejoined(self) -> list[Member]:
+        """The members without a JoinGroup waiting."""
         return [m for m in self.members.values() if not m.awaiting_join]
 
     def max_rebalance_timeout_ms(self) -> int:
+        """The longest rebalance timeout of its members (0 without members)."""
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
     # -- protocols -----------------------------------------------------------------------
@@ -235,6 +231,7 @@ class Group:
         return [p for p in members[0].protocol_names() if p in common]
 
     def supports_protocols(self, protocol_type: str, protocols: list[str]) -> bool:
+        """Whether a member of that protocol type and protocols may join."""
         if not self.members:
             return bool(protocol_type) and bool(protocols)
         if protocol_type != self.protocol_type:
@@ -258,6 +255,7 @@ class Group:
         return next(p for p in candidates if votes[p] == best)
 
     def current_member_metadata(self) -> tuple[JoinedMember, ...]:
+        """The members as the leader's JoinGroup answer lists them."""
         if self.protocol_name is None:
             raise ValueError(f"group {self.group_id!r} has no selected protocol")
         protocol = self.protocol_name
@@ -267,6 +265,8 @@ class Group:
         )
 
     def init_next_generation(self) -> None:
+        """The join phase ends: the next generation, its protocol, and CompletingRebalance (Empty
+        without members)."""
         self.generation_id += 1
         if self.members:
             self.protocol_name = self.select_protocol()

@@ -32,6 +32,7 @@ def group_from_snapshot(group_id: str, snapshot: GroupSnapshot | None, now: int)
 
 
 def snapshot_of(group: Group) -> GroupSnapshot:
+    """The group as stored: its members with their subscriptions in its protocol, and assignments."""
     protocol = group.protocol_name
     members = tuple(
         MemberSnapshot(m.member_id, m.group_instance_id, m.client_id, m.client_host,

@@ -9,7 +9,8 @@ default, ``bidirectional``:
   rebalances (:func:`downgraded`).
 
 An empty group of either kind simply gives its id to the other kind (not here: the coordinators
-drop it).  Pure functions of the groups; the caller swaps them and arms the timers.
+drop it).  Pure functions of the groups; the caller swaps them and arms the timers.  Here, above
+both kinds of group, because a conversion reads one kind and builds the other.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from collections.abc import Callable
 from ...error_codes import ErrorCode
 from ...protocol.consumer_protocol import PROTOCOL_TYPE, Assignment, encode_assignment
 from ...structs import TopicPartition
-from ..group.metadata import Group, Member
-from ..group.state import GroupState
-from .classic_members import from_classic
-from .errors import HeartbeatError
-from .group import ConsumerGroup, GroupSettings
-from .subscriptions import Topics
+from ..classic_group.metadata import Group, Member
+from ..classic_group.state import GroupState
+from ..consumer_group.classic_members import from_classic
+from ..consumer_group.errors import HeartbeatError
+from ..consumer_group.group import ConsumerGroup, GroupSettings
+from ..consumer_group.subscriptions import Topics
 
 
 def _refused(group_id: str, why: str) -> HeartbeatError:
