@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.docs.contexts import _aio_orders
+from tests.docs.aio_contexts import aio_orders
 from tests.docs.runners import Enough, Prepared
 
 
@@ -52,7 +52,7 @@ def aio_traced(tmp_path: Path) -> Iterator[Prepared]:
             consumed.append(_consumed(reader.get_metrics_data()))  # while the consumer runs
             raise Enough
 
-    with _aio_orders(10) as (cluster, watchdog):
+    with aio_orders(10) as (cluster, watchdog):
         def after(namespace: dict[str, Any]) -> None:
             assert sorted(handled) == [(p, o) for p in range(3) for o in range(10)], handled
             spans = exported.get_finished_spans()  # all of them: the block shut its provider down

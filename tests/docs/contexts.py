@@ -7,10 +7,9 @@ situations the CLI examples were taken in (docs/cli.md: group ``billing`` on top
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,7 @@ from tests.integration.peers import wait_until
 RECORDS = 30
 
 
-def _cluster(**settings: Any) -> EmbeddedCluster:
+def docs_cluster(**settings: Any) -> EmbeddedCluster:
     return EmbeddedCluster(nodes=1, group_initial_rebalance_delay_ms=0, **settings)
 
 
@@ -67,7 +66,7 @@ def consuming(stand_in: str) -> Any:
             assert sorted(value for _, _, value in got) == sorted(f"order-{i}".encode() for i in range(RECORDS))
             assert len({(p, o) for p, o, _ in got}) == RECORDS
 
-        with _cluster() as cluster:
+        with docs_cluster() as cluster:
             cluster.create_topic("orders", 3)
             cluster.produce("orders", [f"order-{i}".encode() for i in range(RECORDS)])
             yield Prepared({stand_in: record_seen}, cluster.bootstrap_servers, after, watchdog)
@@ -95,7 +94,7 @@ def sasl_ssl(tmp_path: Path) -> Iterator[Prepared]:
             consumer.close()
 
     try:
-        with _cluster(security=security) as cluster:
+        with docs_cluster(security=security) as cluster:
             cluster.create_topic("orders", 3)
             yield Prepared({"GroupConsumer": GroupConsumer, "os": os}, cluster.bootstrap_servers, after)
     finally:
@@ -119,7 +118,7 @@ def server_pem(tmp_path: Path) -> Iterator[Prepared]:
 def a_cluster(tmp_path: Path) -> Iterator[Prepared]:
     """``cluster``, a running embedded cluster; the faults the block adds must then fire on a
     member's requests (the member survives them and gets its partitions)."""
-    with _cluster() as cluster:
+    with docs_cluster() as cluster:
         cluster.create_topic("orders", 3)
 
         def after(namespace: dict[str, Any]) -> None:
@@ -273,7 +272,7 @@ def billing(tmp_path: Path, client_ids: tuple[str, ...] = ("billing-1", "billing
     """docs/cli.md's run: ``orders`` with 10, 5 and 7 records in partitions 0, 1 and 2; the
     members ``client_ids`` stable in group ``billing``; ``billing-1`` committed offset 4 of
     partition 0 and nothing else was committed."""
-    with _cluster() as cluster:
+    with docs_cluster() as cluster:
         cluster.create_topic("orders", 3)
         for partition, count in enumerate((10, 5, 7)):
             cluster.produce("orders", [f"{partition}-{i}".encode() for i in range(count)], partition=partition)
@@ -311,7 +310,7 @@ def shipping_cli(tmp_path: Path) -> Iterator[str]:
         return d.state == "Stable" and len(d.members) == 2 and not any(m.reconciling for m in d.members)
 
     # the suite's consumer-protocol timing (tests/conftest.py's KIP848_SETTINGS): a heartbeat a second
-    with _cluster(group_consumer_heartbeat_interval_ms=1000, group_consumer_min_heartbeat_interval_ms=500) as cluster:
+    with docs_cluster(group_consumer_heartbeat_interval_ms=1000, group_consumer_min_heartbeat_interval_ms=500) as cluster:
         cluster.create_topic("orders", 3)
         for partition, count in enumerate((10, 5, 7)):
             cluster.produce("orders", [f"{partition}-{i}".encode() for i in range(count)], partition=partition)
@@ -365,137 +364,3 @@ def billing_2_stops(scene: Billing) -> None:
     first.held.set()
     scene.members["billing-2"].close()
     threading.Timer(1.5, first.held.clear).start()
-
-
-# -- docs/asyncio.md ----------------------------------------------------------------------------
-
-class _LoopsKept(asyncio.DefaultEventLoopPolicy):
-    """asyncio's default policy, keeping the loops it makes (those of a block's asyncio.run())."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.loops: list[asyncio.AbstractEventLoop] = []
-
-    def new_event_loop(self) -> asyncio.AbstractEventLoop:
-        loop = super().new_event_loop()
-        self.loops.append(loop)
-        return loop
-
-
-def _cancel_all_tasks(loop: asyncio.AbstractEventLoop) -> None:
-    for task in asyncio.all_tasks(loop):
-        task.cancel()
-
-
-@contextmanager
-def _aio_orders(per_partition: int) -> Iterator[tuple[EmbeddedCluster, Callable[[dict[str, Any]], None]]]:
-    """A cluster whose ``orders`` has 3 partitions of ``per_partition`` records (``b"{p}-{i}"``),
-    and a watchdog for an asyncio block: it cancels every task of the loops the block's
-    ``asyncio.run()`` made, so a block that does not get its records fails instead of hanging."""
-    policy = _LoopsKept()
-    previous = asyncio.get_event_loop_policy()
-    asyncio.set_event_loop_policy(policy)
-
-    def watchdog(namespace: dict[str, Any]) -> None:
-        for loop in policy.loops:
-            try:
-                loop.call_soon_threadsafe(_cancel_all_tasks, loop)
-            except RuntimeError:  # that loop is closed already
-                pass
-
-    try:
-        with _cluster() as cluster:
-            cluster.create_topic("orders", 3)
-            for partition in range(3):
-                cluster.produce("orders", [f"{partition}-{i}".encode() for i in range(per_partition)],
-                                partition=partition)
-            yield cluster, watchdog
-    finally:
-        asyncio.set_event_loop_policy(previous)
-
-
-def _committed(address: str, group: str) -> dict[int, int | None]:
-    """Group ``group``'s committed offsets of ``orders``' partitions."""
-    consumer = GroupConsumer(bootstrap_servers=address, group_id=group, enable_auto_commit=False)
-    try:
-        found = {p: consumer.committed(TopicPartition("orders", p)) for p in range(3)}
-    finally:
-        consumer.close()
-    return {p: offset if isinstance(offset, int) or offset is None else int(offset.offset)
-            for p, offset in found.items()}
-
-
-@contextmanager
-def aio_printing(tmp_path: Path) -> Iterator[Prepared]:
-    """docs/asyncio.md's ``async for`` loop: ``orders`` holds 30 records (10 a partition); ``print``
-    ends the block once all came, each exactly once; leaving ``async with`` stopped the consumer,
-    whose auto-commit covered all of them."""
-    seen: list[tuple[int, int, bytes]] = []
-
-    def record_seen(partition: int, offset: int, value: bytes) -> None:
-        seen.append((partition, offset, value))
-        if len(seen) == RECORDS:
-            raise Enough
-
-    with _aio_orders(RECORDS // 3) as (cluster, watchdog):
-        def after(namespace: dict[str, Any]) -> None:
-            assert sorted(seen) == [(p, o, f"{p}-{o}".encode()) for p in range(3) for o in range(10)], seen
-            assert _committed(cluster.bootstrap_servers, "billing") == {0: 10, 1: 10, 2: 10}
-
-        yield Prepared({"print": record_seen}, cluster.bootstrap_servers, after, watchdog)
-
-
-@contextmanager
-def aio_batches(tmp_path: Path) -> Iterator[Prepared]:
-    """docs/asyncio.md's ``getmany()`` loop: ``orders`` holds 300 records (100 a partition); the
-    application's ``store(records)`` ends the block once all came, each exactly once.  The commits
-    after each batch cover exactly the batches stored before the last ``getmany()``: everything but
-    that call's at most 100 records, and never a record of the ``store()`` that ended the block."""
-    per_partition = 100
-    calls: list[list[Any]] = []
-
-    async def store(records: list[Any]) -> None:
-        calls.append(list(records))
-        if sum(len(c) for c in calls) == 3 * per_partition:
-            raise Enough
-
-    with _aio_orders(per_partition) as (cluster, watchdog):
-        def after(namespace: dict[str, Any]) -> None:
-            stored = sorted((r.partition, r.offset) for call in calls for r in call)
-            assert stored == [(p, o) for p in range(3) for o in range(per_partition)], len(stored)
-            committed = _committed(cluster.bootstrap_servers, "billing")
-            last = calls[-1]
-            assert (committed[last[0].partition] or 0) <= last[0].offset, (committed, last[0])
-            total = sum(offset or 0 for offset in committed.values())
-            assert 2 * per_partition <= total <= 3 * per_partition - len(last), committed
-
-        yield Prepared({"store": store}, cluster.bootstrap_servers, after, watchdog)
-
-
-@contextmanager
-def aio_listener(tmp_path: Path) -> Iterator[Prepared]:
-    """docs/asyncio.md's listener: ``orders`` holds 10 records a partition; the application's
-    ``load_offset(tp)`` says 5 for each, so ``handle(record)`` must get offsets 5..9 of each
-    partition (the listener's seek), each once, and ends the block with the 15th.  Leaving
-    ``async with`` stopped the consumer: its listener heard the revocation and committed (there
-    is no auto-commit), 10 for each partition."""
-    handled: list[tuple[int, int]] = []
-    asked: list[TopicPartition] = []
-
-    async def load_offset(tp: TopicPartition) -> int:
-        asked.append(tp)
-        return 5
-
-    async def handle(record: Any) -> None:
-        handled.append((record.partition, record.offset))
-        if len(handled) == 15:
-            raise Enough
-
-    with _aio_orders(10) as (cluster, watchdog):
-        def after(namespace: dict[str, Any]) -> None:
-            assert sorted(asked) == [TopicPartition("orders", p) for p in range(3)], asked
-            assert sorted(handled) == [(p, o) for p in range(3) for o in range(5, 10)], handled
-            assert _committed(cluster.bootstrap_servers, "billing") == {0: 10, 1: 10, 2: 10}
-
-        yield Prepared({"load_offset": load_offset, "handle": handle}, cluster.bootstrap_servers, after,
-                       watchdog)

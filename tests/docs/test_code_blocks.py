@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs import aio_otel_contexts, contexts, otel_contexts
+from tests.docs import aio_contexts, aio_otel_contexts, contexts, otel_contexts
 from tests.docs.blocks import Block, all_blocks
 from tests.docs.runners import Command, Mirrored, Python, Runner, Server, Synopsis, Transcript, Watch
 
@@ -47,10 +47,10 @@ RUNS: dict[str, Runner] = {
     "--plot docs/kip848_timeline.png": Synopsis(),
     # docs/asyncio.md
     "docs/asyncio.md: # from aiokafka import AIOKafkaConsumer": Python(contexts.nothing),
-    "docs/asyncio.md: import asyncio": Python(contexts.aio_printing),
-    "docs/asyncio.md: # getmany() in batches, a commit after each": Python(contexts.aio_batches),
+    "docs/asyncio.md: import asyncio": Python(aio_contexts.aio_printing),
+    "docs/asyncio.md: # getmany() in batches, a commit after each": Python(aio_contexts.aio_batches),
     "docs/asyncio.md: # a rebalance listener: commit before partitions go, seek when they come": Python(
-        contexts.aio_listener),
+        aio_contexts.aio_listener),
     # docs/performance.md
     "docs/performance.md: $ groupclient --version": Transcript(),
     "docs/performance.md: python -m build --wheel --outdir dist .": Mirrored(
