@@ -61,21 +61,9 @@ class ClassicDriver(DriverBase):
     def first_assignment_in_place(self) -> bool:
         return self.member.is_stable() and not self.join.needed_or_pending()
 
-    def poll_step(self, timer: Timer, applications_poll: bool) -> bool:
-        """Auto-commit, the lease, pattern matches, the coordinator, the join and heartbeats; True
-        when the partitions owned can be fetched."""
+    def _subscribed_step(self, timer: Timer, now: int, applications_poll: bool) -> bool:
+        """Pattern matches, the coordinator, the join and heartbeats."""
         member, join, hooks, committer = self.member, self.join, self.hooks, self.committer
-        committer.invoke_completed_commit_callbacks()
-        if not self.subscription.is_group_subscribed():
-            committer.maybe_auto_commit(self.clock.monotonic_ms())
-            return True
-        now = self.clock.monotonic_ms()
-        # every turn of the poll loop counts as polling (Java's pollHeartbeat), so one long
-        # poll() on an idle topic never looks like an application that stopped polling
-        if applications_poll:
-            member.poll_heartbeat(now)
-        # a member that was frozen past its lease lets go before it hands out another record
-        member.check_lease(now)
         metadata = self.client.metadata.snapshot
         if self.subscription.pattern is not None and metadata.version:
             if self.subscription.match_pattern(metadata.topics()):

@@ -63,18 +63,10 @@ class ConsumerProtocolDriver(DriverBase):
     def first_assignment_in_place(self) -> bool:
         return self.member.is_stable()
 
-    def poll_step(self, timer: Timer, applications_poll: bool) -> bool:
-        """The lease, the coordinator, heartbeats, reconciling the target and auto-commit.
-        Partitions owned stay fetchable throughout: always True."""
+    def _subscribed_step(self, timer: Timer, now: int, applications_poll: bool) -> bool:
+        """The coordinator, heartbeats, reconciling the target and auto-commit.  Partitions owned
+        stay fetchable throughout: always True."""
         member, committer = self.member, self.committer
-        committer.invoke_completed_commit_callbacks()
-        if not self.subscription.is_group_subscribed():
-            committer.maybe_auto_commit(self.clock.monotonic_ms())
-            return True
-        now = self.clock.monotonic_ms()
-        if applications_poll:
-            member.poll_heartbeat(now)  # restarts the poll timer; a member that left for not polling rejoins
-        member.check_lease(now)
         if member.coordinator_unknown() and not member.ensure_coordinator_ready(timer):
             self.reconciler.reconcile(Timer(self.clock, 0))  # the listener still hears of losses
             return True

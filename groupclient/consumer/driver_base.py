@@ -9,7 +9,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..clock import Clock
+from ..clock import Clock, Timer
 from ..member.heartbeat_thread import HeartbeatThread
 from ..member.membership import Membership
 from ..network.client import NetworkClient
@@ -69,3 +69,24 @@ class DriverBase:
 
     def take_error(self) -> BaseException | None:
         return self.member.take_error()
+
+    def poll_step(self, timer: Timer, applications_poll: bool) -> bool:
+        """``poll()``'s group step: completed commits' callbacks; without a group subscription
+        (manual assignment) only auto-commit; else the poll timer, the lease, then the protocol's
+        own step (:meth:`_subscribed_step`).  True when the partitions owned can be fetched."""
+        self.committer.invoke_completed_commit_callbacks()
+        if not self.subscription.is_group_subscribed():
+            self.committer.maybe_auto_commit(self.clock.monotonic_ms())
+            return True
+        now = self.clock.monotonic_ms()
+        # every turn of the poll loop counts as polling (Java's pollHeartbeat), so one long poll()
+        # on an idle topic never looks like an application that stopped polling; a member that
+        # left for not polling joins again
+        if applications_poll:
+            self.member.poll_heartbeat(now)
+        # a member that was frozen past its lease lets go before it hands out another record
+        self.member.check_lease(now)
+        return self._subscribed_step(timer, now, applications_poll)
+
+    def _subscribed_step(self, timer: Timer, now: int, applications_poll: bool) -> bool:
+        raise NotImplementedError
