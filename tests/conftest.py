@@ -4,13 +4,40 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from benchmarks.brokers import BrokerProcess, tansu, tansu_binary
 
 from groupclient.coordinator import EmbeddedCluster
+from tests import xdist_groups
 from tests.integration.peers import PeerSet
+
+
+# -- pytest-xdist (pyproject.toml's addopts): tests/xdist_groups.py says what runs together --------
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Controller: tell each worker where to write the groups of the tests it collected."""
+    node.workerinput[xdist_groups.WORKERINPUT_KEY] = str(xdist_groups.groups_file(node.config))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Controller: --dist loadgroup, with the groups the workers wrote."""
+    if config.getvalue("dist") != "loadgroup":
+        return None  # another --dist on the command line: pytest-xdist's own
+    return xdist_groups.make_scheduler(config, log)
+
+
+@pytest.hookimpl(trylast=True)  # the order it leaves is the one the tests run in
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker; in one process, the order as written
+        xdist_groups.order_and_write_groups(config, items)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    xdist_groups.remove_groups_file(config)
 
 
 @pytest.fixture

@@ -26,6 +26,8 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
+from tests.locks import file_lock
+
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "groupclient"
 
@@ -98,17 +100,20 @@ def environment(python: Path, pins: list[str]) -> Path:
     key = hashlib.sha256(json.dumps([str(python), pins]).encode()).hexdigest()[:12]
     home = CACHE / f"floors-{key}"
     interpreter = home / "bin" / "python"
-    if not (home / "ready").exists():
-        for old in CACHE.glob("floors-*"):  # environments of earlier pin lists
-            shutil.rmtree(old, ignore_errors=True)
-        subprocess.run([str(python), "-m", "venv", str(home)], check=True)
-        pip = [str(interpreter), "-m", "pip", "--disable-pip-version-check", "install", "-q"]
-        subprocess.run([*pip, "--prefer-binary", *pins], check=True)  # pyspark is published as a source archive
-        (home / "ready").write_text("\n".join(pins) + "\n")
-    # groupclient itself, from this checkout, every time (the checkout may have moved), built by
-    # the lowest build requirements (pins holds them: environment(python, floor_pins() + build_pins()))
-    subprocess.run([str(interpreter), "-m", "pip", "--disable-pip-version-check", "install", "-q", "--no-deps",
-                    "--no-build-isolation", "-e", str(ROOT)], check=True)
+    # one builder at a time: the suite's pytest-xdist workers (and a second run on the machine)
+    # wait for the environment rather than install into it at the same time
+    with file_lock(CACHE / "floors.lock"):
+        if not (home / "ready").exists():
+            for old in CACHE.glob("floors-*"):  # environments of earlier pin lists
+                shutil.rmtree(old, ignore_errors=True)
+            subprocess.run([str(python), "-m", "venv", str(home)], check=True)
+            pip = [str(interpreter), "-m", "pip", "--disable-pip-version-check", "install", "-q"]
+            subprocess.run([*pip, "--prefer-binary", *pins], check=True)  # pyspark is published as a source archive
+            (home / "ready").write_text("\n".join(pins) + "\n")
+        # groupclient itself, from this checkout, every time (the checkout may have moved), built by
+        # the lowest build requirements (pins holds them: environment(python, floor_pins() + build_pins()))
+        subprocess.run([str(interpreter), "-m", "pip", "--disable-pip-version-check", "install", "-q", "--no-deps",
+                        "--no-build-isolation", "-e", str(ROOT)], check=True)
     return interpreter
 
 

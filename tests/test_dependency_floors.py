@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
@@ -58,8 +59,11 @@ def test_the_environment_has_exactly_the_declared_floors(interpreter: str) -> No
 
 
 def test_the_unit_and_simulation_tests_pass_on_the_floors(interpreter: str) -> None:
-    done = subprocess.run([interpreter, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *SUITES],
-                          cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    # in two pytest-xdist workers (its floor), as the main run is; mypy (tests/test_typing.py) keeps
+    # its cache beside the environment, apart from the main run's, which may be running it too
+    env = {**os.environ, "MYPY_CACHE_DIR": str(Path(interpreter).parents[1] / "mypy-cache")}
+    done = subprocess.run([interpreter, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", "-n", "2", *SUITES],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
 
 

@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 from kafka.protocol.admin.groups import DescribeGroupsRequest
 from kafka.protocol.admin.topics import CreateTopicsRequest
-from kafka.protocol.consumer.group import OffsetCommitRequest
+from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetFetchRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
 from groupclient import GroupConsumer
+from groupclient.error_codes import ErrorCode
 from groupclient.coordinator import EmbeddedCluster
 from tests.integration import external
 from tests.integration.peers import wait_until
@@ -35,7 +36,10 @@ def bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 def coordinator_of(bootstrap: str, group: str) -> WireClient:
-    """A raw connection to the group's coordinator (Kafka may need a moment for __consumer_offsets)."""
+    """A raw connection to the group's coordinator, once it has loaded the group's offsets
+    partition: a freshly started Kafka names the coordinator before it has, and answers the
+    group's requests COORDINATOR_LOAD_IN_PROGRESS until then (the test's first request would
+    get that, not the answer it checks)."""
     wire = WireClient(bootstrap)
     found: list[Any] = []
 
@@ -45,9 +49,20 @@ def coordinator_of(bootstrap: str, group: str) -> WireClient:
 
     try:
         assert wait_until(known, 10), f"no coordinator for {group}: {found}"
-        return WireClient(f"{found[0].host}:{found[0].port}")
+        coordinator = WireClient(f"{found[0].host}:{found[0].port}")
     finally:
         wire.close()
+    codes: list[int] = []
+
+    def loaded() -> bool:
+        answer = coordinator.request(OffsetFetchRequest(version=8, require_stable=False, groups=[
+            OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group, topics=None)]))
+        codes[:] = [answer.groups[0].error_code]
+        return codes[0] != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    if not wait_until(loaded, 10):
+        coordinator.close()
+        raise AssertionError(f"the coordinator of {group} is still loading its offsets: {codes}")
+    return coordinator
 
 
 def unique(prefix: str) -> str:

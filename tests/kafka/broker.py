@@ -24,6 +24,7 @@ from types import TracebackType
 
 from benchmarks.brokers import free_port, stop_process
 from groupclient.testing.certificates import Certificates, make_certificates
+from tests.locks import file_lock
 
 # SASL users of the broker's SASL listeners (PLAIN from the JAAS line, SCRAM made at format time)
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
@@ -71,13 +72,16 @@ def fetch(version: str = KAFKA_VERSION) -> Path:
     done = target / ".complete"
     if done.exists():
         return libs
-    target.mkdir(parents=True, exist_ok=True)
-    (target / "pom.xml").write_text(POM.format(kafka=version, log4j=LOG4J_VERSION))
-    started = time.monotonic()
-    subprocess.run(["mvn", "-q", "-B", "-f", str(target / "pom.xml"), "dependency:copy-dependencies",
-                    f"-DoutputDirectory={libs}", "-DincludeScope=runtime"], check=True, timeout=900)
-    (target / "log4j2.xml").write_text(LOG4J2)
-    done.write_text(f"fetched in {time.monotonic() - started:.1f} s\n")
+    with file_lock(CACHE / f"kafka-{version}.lock"):  # another pytest-xdist worker may be fetching it
+        if done.exists():
+            return libs
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "pom.xml").write_text(POM.format(kafka=version, log4j=LOG4J_VERSION))
+        started = time.monotonic()
+        subprocess.run(["mvn", "-q", "-B", "-f", str(target / "pom.xml"), "dependency:copy-dependencies",
+                        f"-DoutputDirectory={libs}", "-DincludeScope=runtime"], check=True, timeout=900)
+        (target / "log4j2.xml").write_text(LOG4J2)
+        done.write_text(f"fetched in {time.monotonic() - started:.1f} s\n")
     return libs
 
 
