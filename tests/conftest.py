@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,16 @@ from tests.integration.peers import PeerSet
 
 # -- pytest-xdist (pyproject.toml's addopts): tests/xdist_groups.py says what runs together --------
 @pytest.hookimpl(optionalhook=True)
+def pytest_configure(config: pytest.Config) -> None:
+    # the chaos test's seed (tests/chaos/test_chaos.py), drawn once per run, before the workers
+    # start (they inherit the environment), so that every run's log says which schedule it ran
+    os.environ.setdefault("CHAOS_SEED", str(random.SystemRandom().randrange(2**32)))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"chaos seed {os.environ['CHAOS_SEED']} (CHAOS_SEED={os.environ['CHAOS_SEED']} replays its schedule)"
+
+
 def pytest_configure_node(node: Any) -> None:
     """Controller: tell each worker where to write the groups of the tests it collected."""
     node.workerinput[xdist_groups.WORKERINPUT_KEY] = str(xdist_groups.groups_file(node.config))
