@@ -345,3 +345,40 @@ def test_repr_says_group_member_state_and_assignment(cluster: EmbeddedCluster) -
         assert repr(groupless) == "<GroupConsumer client_id='reader' no group, 1 partition of ['described']>"
     finally:
         groupless.close()
+
+
+def test_a_join_that_completes_between_two_polls_is_taken_at_the_next(cluster: EmbeddedCluster) -> None:
+    """Two members that poll for 1 ms and then work for 100 ms: their JoinGroup and SyncGroup
+    answers come while they are not inside poll() (the heartbeat thread reads them), and the next
+    poll() takes the assignment as it is, without joining again, so the group settles in one
+    generation and stays there.  (kafka-python 3.0.12 joins again when a join completed outside
+    poll(): docs/migration.md.)"""
+    cluster.create_topic("between-polls", 4)
+    settings: dict[str, Any] = {"bootstrap_servers": cluster.bootstrap_servers, "group_id": "between-polls",
+                                "session_timeout_ms": 6000, "heartbeat_interval_ms": 300,
+                                "partition_assignment_strategy": ["range"]}
+    a = GroupConsumer("between-polls", client_id="a", **settings)
+    b = GroupConsumer("between-polls", client_id="b", **settings)
+    try:
+        def turn() -> None:
+            for consumer in (a, b):
+                consumer.poll(timeout_ms=1)
+            time.sleep(0.1)  # the application's work between two polls
+
+        for _ in range(100):
+            turn()
+            if len(a.assignment()) == 2 and len(b.assignment()) == 2:
+                break
+        assert (len(a.assignment()), len(b.assignment())) == (2, 2)
+        settled = a.group_metadata().generation_id
+        assert settled == b.group_metadata().generation_id
+        # a's first join, then b's: each a rebalance of its own at most (not one per assignment)
+        assert settled <= 3, f"the group rebalanced {settled} times"
+        for _ in range(15):
+            turn()
+        # no rebalance since: the generation and the assignment are those it settled with
+        assert (a.group_metadata().generation_id, b.group_metadata().generation_id) == (settled, settled)
+        assert len(a.assignment()) == 2 and len(b.assignment()) == 2
+    finally:
+        a.close(timeout_ms=5000)
+        b.close(timeout_ms=5000)
