@@ -11,6 +11,7 @@
 //! them before letting it go, and a `bytes` object never changes.
 
 use std::sync::mpsc::{sync_channel, Receiver, TryRecvError};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 
@@ -68,6 +69,10 @@ pub struct Ahead {
     /// the process that started the workers: a child forked from it has none of them (a fork
     /// copies only the forking thread), so there the Python path decodes the rest
     pid: u32,
+    /// `taken.pos`, also readable without the lock: a child forked while another thread held
+    /// `taken` (waiting for a worker) would wait for ever on it, and on the channels' own locks a
+    /// worker may have held at the fork; so a child touches neither, and reads where to go on here
+    pos: AtomicUsize,
 }
 
 #[pyfunction]
@@ -127,6 +132,7 @@ pub fn decode_ahead(buf: &Bound<'_, PyBytes>, pos: usize, fetch_offset: i64, che
         taken: Mutex::new(Taken { found, index: 0, pos }),
         workers: Mutex::new(handles),
         pid: std::process::id(),
+        pos: AtomicUsize::new(pos),
     })
 }
 
@@ -145,10 +151,11 @@ impl Ahead {
         aiokafka: bool,
         record_type: &Bound<'py, PyType>,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let mut taken = self.taken.lock().expect("not poisoned");
         if std::process::id() != self.pid {
-            return (PYTHON, taken.pos, py.None()).into_pyobject(py); // a forked child: no workers here
+            // a forked child: no workers here, and no lock of the parent's to take (see `pos`)
+            return (PYTHON, self.pos.load(Ordering::Acquire), py.None()).into_pyobject(py);
         }
+        let mut taken = self.taken.lock().expect("not poisoned");
         let parsed = loop {
             let which = taken.index % taken.found.len();
             let found = match taken.found[which].try_recv() {
@@ -181,19 +188,24 @@ impl Ahead {
         let maker = Maker { py, data, topic, partition, key_deserializer, value_deserializer, aiokafka, record_type };
         let answer = built(py, &maker, &parsed, taken.pos)?;
         taken.pos = parsed.next;
+        self.pos.store(parsed.next, Ordering::Release);
         Ok(answer)
     }
 }
 
 impl Drop for Ahead {
     fn drop(&mut self) {
-        // each worker's next send fails, and it ends: at most one batch's work away
-        self.taken.get_mut().expect("not poisoned").found.clear();
-        let workers = std::mem::take(self.workers.get_mut().expect("not poisoned"));
+        let found = std::mem::take(&mut self.taken.get_mut().unwrap_or_else(|e| e.into_inner()).found);
+        let workers = std::mem::take(self.workers.get_mut().unwrap_or_else(|e| e.into_inner()));
         if std::process::id() != self.pid {
-            std::mem::forget(workers); // a forked child: its threads are the parent's, not to join
+            // a forked child: its threads are the parent's, not to join, and dropping a receiver
+            // would take the channel's lock, which a worker may have held at the fork
+            std::mem::forget(found);
+            std::mem::forget(workers);
             return;
         }
+        // each worker's next send fails, and it ends: at most one batch's work away
+        drop(found);
         for worker in workers {
             let _ = worker.join();
         }
