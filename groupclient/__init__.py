@@ -11,7 +11,7 @@ from .consumer.interceptors import ConsumerInterceptor
 from .consumer.listener import ConsumerRebalanceListener, RebalanceListener
 from .consumer.rebalance_events import RebalanceEvent
 from .errors import (
-    ArgumentTypeError, CommitFailedError, ConcurrentAccessError, ConfigurationError, FatalError, FatalGroupError,
+    ArgumentTypeError, CallTimeoutError, CommitFailedError, ConcurrentAccessError, ConfigurationError, FatalError, FatalGroupError,
     GroupClientError, IllegalStateError, InternalError, KafkaTimeoutError, NoBrokersAvailableError,
     RebalanceInProgressError, RebalanceListenerError, RecordDeserializationError, RetriableError,
     UnassignedPartitionError, WakeupError,
@@ -19,7 +19,7 @@ from .errors import (
 from .version import __version__
 
 __all__ = [
-    "ArgumentTypeError", "CommitFailedError", "ConcurrentAccessError", "ConfigurationError", "ConsumerInterceptor",
+    "ArgumentTypeError", "CallTimeoutError", "CommitFailedError", "ConcurrentAccessError", "ConfigurationError", "ConsumerInterceptor",
     "ConsumerRecord", "ConsumerSettings",
     "ConsumerRebalanceListener", "FatalError", "FatalGroupError", "GroupClientError", "GroupConsumer",
     "IllegalStateError", "InternalError",

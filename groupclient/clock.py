@@ -93,7 +93,9 @@ class Timer:
     def __init__(self, clock: Clock, timeout_ms: float | None) -> None:
         self.clock = clock
         now = clock.monotonic_ms()
-        self.deadline = now + (self.FOREVER_MS if timeout_ms is None else max(int(timeout_ms), 0))
+        # what the timer was given, for messages: None when it never expires
+        self.timeout_ms = None if timeout_ms is None else max(int(timeout_ms), 0)
+        self.deadline = now + (self.FOREVER_MS if self.timeout_ms is None else self.timeout_ms)
 
     def remaining_ms(self) -> int:
         return max(0, self.deadline - self.clock.monotonic_ms())

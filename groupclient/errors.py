@@ -17,6 +17,8 @@
 - :class:`CommitFailedError`: the commit cannot succeed because the group moved on; the records will
   be redelivered to whoever owns the partitions now.  :class:`RebalanceInProgressError` is the
   kind that says "commit again after the rebalance".
+- :class:`CallTimeoutError` (a ``KafkaTimeoutError``): a blocking call ran out of time; it says
+  what each partition last got and how often it was tried.  Fix the cause it names, or wait longer.
 - :class:`NoBrokersAvailableError`: no bootstrap server answered within ``bootstrap_timeout_ms``.
 - :class:`AuthenticationError`: the broker refused this client's SASL credentials
   (:class:`SaslAuthenticationError`), or TLS failed (:class:`TlsError`: a certificate that does
@@ -109,6 +111,58 @@ class WakeupError(GroupClientError, kafka_errors.KafkaError):
 
 class KafkaTimeoutError(GroupClientError, kafka_errors.KafkaTimeoutError, TimeoutError):
     """The call's timeout ran out before the cluster answered; trying again later may work."""
+
+
+class CallTimeoutError(KafkaTimeoutError):
+    """A blocking call (``commit``, ``committed``, ``position``, the offset look-ups, ``topics``...)
+    retried what can be retried until its timeout ran out: ``timeout_ms`` given, else
+    ``default_api_timeout_ms``.  The message and the attributes say why each try failed:
+    ``operation``, ``timeout_ms``, ``last_errors`` (what each partition, or the call as a
+    whole under ``""``, last got: an error code's name or an exception's) and ``tries``.
+    Often a cause that waiting will not cure (a partition that does not exist); to wait
+    longer, pass ``timeout_ms`` (``float("inf")`` waits until the call finishes)."""
+
+    def __init__(self, *, operation: str, timeout_ms: int | None, last_errors: dict[str, str],
+                 tries: int) -> None:
+        self.operation = operation
+        self.timeout_ms = timeout_ms
+        self.last_errors = dict(last_errors)
+        self.tries = tries
+        super().__init__(_call_timeout_message(operation, timeout_ms, self.last_errors, tries))
+
+    def renamed(self, operation: str) -> CallTimeoutError:
+        """The same timeout, said of the call that waited on this one (``position()`` for the
+        committed-offset fetch it made)."""
+        return CallTimeoutError(operation=operation, timeout_ms=self.timeout_ms, last_errors=self.last_errors,
+                                tries=self.tries)
+
+    def __reduce__(self) -> Any:  # keyword-only arguments: pickle by a function of them
+        return _rebuild_call_timeout, (self.operation, self.timeout_ms, self.last_errors, self.tries)
+
+
+def _rebuild_call_timeout(operation: str, timeout_ms: int | None, last_errors: dict[str, str],
+                          tries: int) -> CallTimeoutError:
+    return CallTimeoutError(operation=operation, timeout_ms=timeout_ms, last_errors=last_errors, tries=tries)
+
+
+_SUBJECTS_SHOWN = 5
+
+
+def _call_timeout_message(operation: str, timeout_ms: int | None, last_errors: dict[str, str], tries: int) -> str:
+    """"commit of 1 offset did not finish in 60000 ms: n-99 UNKNOWN_TOPIC_OR_PARTITION (12 tries)":
+    subjects grouped by their last error, a few named each, the rest counted."""
+    by_error: dict[str, list[str]] = {}
+    for subject, error in last_errors.items():
+        by_error.setdefault(error, []).append(subject)
+    causes = []
+    for error, subjects in by_error.items():
+        named = [s for s in subjects if s][:_SUBJECTS_SHOWN]
+        more = len([s for s in subjects if s]) - len(named)
+        who = ", ".join(named) + (f" and {more} more" if more else "")
+        causes.append(f"{who} {error}" if who else error)
+    within = "in time" if timeout_ms is None else f"in {timeout_ms} ms"
+    why = "; ".join(causes) if causes else "no answer"
+    return f"{operation} did not finish {within}: {why} ({tries} {'try' if tries == 1 else 'tries'})"
 
 
 class NoBrokersAvailableError(KafkaTimeoutError):

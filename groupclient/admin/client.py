@@ -122,7 +122,7 @@ class AdminConnection:
                 if future.failed():
                     self.pause(RETRY_BACKOFF_MS, timer)
             if timer.expired():
-                raise self._timed_out("Metadata")
+                raise self._timed_out("Metadata", timer=timer)
 
     def brokers(self, timer: Timer) -> dict[int, tuple[str, int]]:
         self.refresh_metadata(timer)
@@ -158,7 +158,7 @@ class AdminConnection:
     def _connect(self, node_id: int, what: str, timer: Timer) -> None:
         while not self.client.ready(node_id):
             if timer.expired():
-                raise self._timed_out(f"{what} (cannot connect to {self._where(node_id)})")
+                raise self._timed_out(f"{what} (cannot connect to {self._where(node_id)})", timer=timer)
             self.client.poll(min(50, timer.remaining_ms()))
 
     def request(self, node_id: int, request_cls: Any, response_cls: Any, build: Callable[[int], Any],
@@ -169,7 +169,7 @@ class AdminConnection:
         future = self.client.send(node_id, request_cls, response_cls, build, timeout_ms=max(timer.remaining_ms(), 1))
         self.client.poll_until(future, timer, wakeup=False)
         if not future.is_done():
-            raise self._timed_out(name)
+            raise self._timed_out(name, timer=timer)
         if future.failed():
             exc = future.exception
             assert exc is not None
@@ -184,7 +184,9 @@ class AdminConnection:
     def retrying(self, what: str, timer: Timer, attempt: Callable[[], T]) -> T:
         """``attempt()`` again after retriable errors (a moved coordinator, a broken
         connection...) until the timer expires; then the last error, as a timeout."""
+        tries = 0
         while True:
+            tries += 1
             try:
                 return attempt()
             except (AdminError, NetworkError) as exc:
@@ -192,13 +194,17 @@ class AdminConnection:
                     raise
                 last: BaseException = exc
             if timer.expired():
-                raise self._timed_out(what, last)
+                raise self._timed_out(what, last, timer, tries)
             self.client.metadata.request_update()
             self.pause(RETRY_BACKOFF_MS, timer)
 
-    def _timed_out(self, what: str, last: BaseException | None = None) -> AdminError:
+    def _timed_out(self, what: str, last: BaseException | None = None, timer: Timer | None = None,
+                   tries: int = 1) -> AdminError:
+        """The error of a wait that ran out: the budget it had (the timer's, which a watch's
+        round shortens), the last error and the tries."""
+        budget = timer.timeout_ms if timer is not None and timer.timeout_ms is not None else self.timeout_ms
         if not self._reached:
-            return UnreachableError(f"no bootstrap server answered within {self.timeout_ms} ms: "
+            return UnreachableError(f"no bootstrap server answered within {budget} ms: "
                                     f"{'; '.join(self.client.bootstrap_errors())}")
-        cause = f" (last error: {last})" if last is not None else ""
-        return AdminTimeoutError(f"{what}: no answer within {self.timeout_ms} ms{cause}")
+        cause = f" (last error: {last}; {tries} {'try' if tries == 1 else 'tries'})" if last is not None else ""
+        return AdminTimeoutError(f"{what}: no answer within {budget} ms{cause}")

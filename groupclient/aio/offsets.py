@@ -2,7 +2,8 @@
 
 The methods that are not coroutines act at once from the loop through ``AnyThreadAccess`` (one
 step under the subscription's lock); the coroutines are jobs of the consumer thread, each bounded
-(API_TIMEOUT_MS, Java's default.api.timeout.ms) so that no job holds the thread for ever.  Every
+(``default_api_timeout_ms``, Java's default.api.timeout.ms, 60 s) so that no job holds the
+thread for ever.  Every
 call checks its arguments and the consumer's state first, with aiokafka's error classes:
 TypeError for a partition that is not a TopicPartition, IllegalStateError for one not assigned,
 ValueError for a bad offset, IllegalOperation without a group_id.
@@ -26,8 +27,6 @@ from .structs import OffsetAndTimestamp
 from .subscribing import Mode
 
 T = TypeVar("T")
-
-API_TIMEOUT_MS = 60_000  # commit(), committed(), position() and the look-ups: Java's default.api.timeout.ms
 
 
 class AsyncOffsets:
@@ -105,7 +104,7 @@ class AsyncOffsets:
         delivered = access.delivered(partition)  # UnassignedPartitionError if not owned
         if delivered is not None:
             return delivered
-        await self._job(lambda c: c.position(partition, timeout_ms=API_TIMEOUT_MS))
+        await self._job(lambda c: c.position(partition))
         found = access.delivered(partition)
         if found is None:
             raise IllegalStateError(f"{partition} was reset again while its position was looked up")
@@ -139,13 +138,13 @@ class AsyncOffsets:
     async def commit(self, offsets: dict[TopicPartition, Any] | None = None) -> None:
         """Commit what was returned (default) or ``offsets``: ``{tp: offset}``, ``{tp: (offset,
         metadata)}`` or ``{tp: OffsetAndMetadata}``.  CommitFailedError if the group moved on;
-        KafkaTimeoutError after API_TIMEOUT_MS of retries."""
+        CallTimeoutError (a KafkaTimeoutError) after default_api_timeout_ms of retries."""
         self._group("commit")
         _, access, _ = self._running()
         if self._mode is Mode.NONE:
             raise IllegalStateError("commit() of a consumer neither subscribed nor assigned: nothing is its to commit")
         if offsets is None:
-            await self._job(lambda c: c.commit(timeout_ms=API_TIMEOUT_MS))
+            await self._job(lambda c: c.commit())
             return
         if not isinstance(offsets, dict) or not offsets:
             raise ValueError(f"offsets must be a dict of TopicPartition to offsets, not {offsets!r}")
@@ -153,24 +152,24 @@ class AsyncOffsets:
         foreign = set(converted) - access.assignment()
         if foreign:  # as aiokafka
             raise IllegalStateError(f"commit() of partitions this consumer does not own: {sorted(foreign)}")
-        await self._job(lambda c: c.commit(converted, timeout_ms=API_TIMEOUT_MS))
+        await self._job(lambda c: c.commit(converted))
 
     async def committed(self, partition: TopicPartition) -> int | None:
         """The group's committed offset of ``partition`` (None if none)."""
         self._group("committed")
         partition = check_partition(partition)
-        found = await self._job(lambda c: c.committed(partition, timeout_ms=API_TIMEOUT_MS))
+        found = await self._job(lambda c: c.committed(partition))
         return found if isinstance(found, int) else None
 
     async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """The offset after the last record of each partition."""
         wanted = list(partitions)
-        return await self._job(lambda c: c.end_offsets(wanted, timeout_ms=API_TIMEOUT_MS))
+        return await self._job(lambda c: c.end_offsets(wanted))
 
     async def beginning_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """The first offset of each partition."""
         wanted = list(partitions)
-        return await self._job(lambda c: c.beginning_offsets(wanted, timeout_ms=API_TIMEOUT_MS))
+        return await self._job(lambda c: c.beginning_offsets(wanted))
 
     async def offsets_for_times(self, timestamps: dict[TopicPartition, int]) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         """The first offset at or after each timestamp (milliseconds; a float is cut to an int,
@@ -183,11 +182,11 @@ class AsyncOffsets:
             if stamp < 0:
                 raise ValueError(f"the target time for partition {tp} is {stamp}: it cannot be negative")
             wanted[check_partition(tp)] = int(stamp)
-        found = await self._job(lambda c: c.offsets_for_times(wanted, timeout_ms=API_TIMEOUT_MS))
+        found = await self._job(lambda c: c.offsets_for_times(wanted))
         return {tp: None if hit is None else OffsetAndTimestamp(hit.offset, hit.timestamp) for tp, hit in found.items()}
 
     async def topics(self) -> set[str]:
-        """Every topic of the cluster (asked now)."""
+        """Every topic of the cluster (asked now; CallTimeoutError after default_api_timeout_ms)."""
         return await self._job(lambda c: c.topics())
 
     def partitions_for_topic(self, topic: str) -> set[int] | None:

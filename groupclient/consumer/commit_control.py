@@ -25,18 +25,22 @@ class CommitControl(ConsumerParts):
             raise IllegalStateError("committing offsets needs a group_id")
         return self._group.committer
 
-    def commit(self, offsets: dict[TopicPartition, OffsetAndMetadata] | None = None, timeout_ms: int | None = None) -> None:
+    def commit(self, offsets: dict[TopicPartition, OffsetAndMetadata] | None = None,
+               timeout_ms: float | None = None) -> None:
         """Commit ``offsets`` (default: what was returned to the application) and wait for the
-        answer, retrying what can be retried within ``timeout_ms`` (None: no limit)."""
+        answer, retrying what can be retried within ``timeout_ms`` (default_api_timeout_ms when
+        None, where kafka-python waits forever; ``float("inf")``: until it is done); then
+        CallTimeoutError, which names each partition's last error."""
         with self._ownership.acquired():
             self._ensure_open()
             group = self._committer()
+            timer = self._default_timer(timeout_ms)
             if offsets is None:
                 self._check_still_member()
                 offsets = self._subscription.consumed_offsets()
             else:
                 offsets = _as_offsets(offsets)
-            group.commit_sync(offsets, Timer(self._clock, timeout_ms))
+            group.commit_sync(offsets, timer)
             group.invoke_completed_commit_callbacks()
 
     def _check_still_member(self) -> None:
@@ -65,9 +69,9 @@ class CommitControl(ConsumerParts):
             return future
 
     def committed(self, partition: TopicPartition, metadata: bool = False,
-                  timeout_ms: int | None = None) -> int | OffsetAndMetadata | None:
-        """The group's committed offset; waits at most ``timeout_ms`` (None: request_timeout_ms),
-        then KafkaTimeoutError."""
+                  timeout_ms: float | None = None) -> int | OffsetAndMetadata | None:
+        """The group's committed offset; waits at most ``timeout_ms`` (None:
+        default_api_timeout_ms), then CallTimeoutError."""
         partition = check_partition(partition)
         with self._ownership.acquired():
             self._ensure_open()

@@ -20,9 +20,10 @@ from kafka.future import Future as KafkaFuture
 from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse
 from ..structs import OffsetAndMetadata, TopicPartition
 
+from ..attempts import Attempts, counted, partition_name
 from ..clock import Timer
 from ..error_codes import error_name
-from ..errors import CommitFailedError, KafkaTimeoutError, ProtocolError, RebalanceInProgressError, RetriableError
+from ..errors import CommitFailedError, ProtocolError, RebalanceInProgressError, RetriableError
 from ..member.membership import Membership
 from ..member.types import CommitIdentity
 from ..network.future import RequestFuture
@@ -72,15 +73,18 @@ class OffsetCommitter:
         self.completed_commits: deque[_CompletedCommit] = deque()
 
     # -- commits -------------------------------------------------------------------------
-    def send_commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> RequestFuture[None]:
-        future = self._send_commit(offsets)
+    def send_commit(self, offsets: dict[TopicPartition, OffsetAndMetadata],
+                    attempts: Attempts | None = None) -> RequestFuture[None]:
+        """Send an OffsetCommit; ``attempts`` (a blocking commit's) hears each partition's error."""
+        future = self._send_commit(offsets, attempts)
         if self._on_done is not None:
             on_done, started = self._on_done, time.perf_counter()
             future.add_both(lambda result: on_done(time.perf_counter() - started,
                                                    result if isinstance(result, BaseException) else None))
         return future
 
-    def _send_commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> RequestFuture[None]:
+    def _send_commit(self, offsets: dict[TopicPartition, OffsetAndMetadata],
+                     attempts: Attempts | None) -> RequestFuture[None]:
         identity = self.member.commit_identity()
         if identity is None:
             if self.subscription.is_group_subscribed():
@@ -106,14 +110,20 @@ class OffsetCommitter:
                 topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=p) for t, p in by_topic.items()])
 
         future = self.member.send_to_coordinator(OffsetCommitRequest, OffsetCommitResponse, build)
-        committed: RequestFuture[None] = future.compose(lambda r, f: self._handle_commit(r, f, identity))
+        committed: RequestFuture[None] = future.compose(lambda r, f: self._handle_commit(r, f, identity, attempts))
         committed.add_errback(self.member.note_failure)  # fatal ones are kept for every poll()
         if self.on_commit is not None:
             # told on the application thread, by invoke_completed_commit_callbacks
             committed.add_callback(lambda _: self._succeeded_commits.append(offsets))
         return committed
 
-    def _handle_commit(self, response: Any, future: RequestFuture[None], sent: CommitIdentity) -> None:
+    def _handle_commit(self, response: Any, future: RequestFuture[None], sent: CommitIdentity,
+                       attempts: Attempts | None) -> None:
+        if attempts is not None:  # every partition's own error, before the first fails the commit
+            for topic in response.topics:
+                for p in topic.partitions:
+                    if p.error_code:
+                        attempts.failed(p.error_code, [partition_name(topic.name, p.partition_index)])
         for topic in response.topics:
             for p in topic.partitions:
                 code = p.error_code
@@ -143,18 +153,25 @@ class OffsetCommitter:
         said once at WARNING."""
         if not offsets:
             return
-        self._until_done(lambda: self.send_commit(offsets), timer, f"commit of {len(offsets)} offsets", warn_waiting)
+        attempts = Attempts(f"commit of {counted(len(offsets), 'offset')}", timer,
+                            [partition_name(tp.topic, tp.partition) for tp in sorted(offsets)])
+        self._until_done(lambda: self.send_commit(offsets, attempts), attempts, warn_waiting)
 
-    def _until_done(self, send: Callable[[], RequestFuture[T]], timer: Timer, what: str,
+    def _until_done(self, send: Callable[[], RequestFuture[T]], attempts: Attempts,
                     warn_waiting: str | None = None) -> T:
-        """Send to the coordinator and retry retriable failures, with backoff, until the timer ends."""
+        """Send to the coordinator and retry retriable failures, with backoff, until the timer
+        ends; then a CallTimeoutError that says what each try got."""
+        timer = attempts.timer
         while True:
             if warn_waiting is not None and self.member.coordinator_unknown():
                 log.warning("%s: the group coordinator is unavailable; waiting up to %d ms for it (the %s)",
-                            warn_waiting, timer.remaining_ms(), what)
+                            warn_waiting, timer.remaining_ms(), attempts.operation)
                 warn_waiting = None
             if not self.member.ensure_coordinator_ready(timer):
-                raise KafkaTimeoutError(f"{what}: no group coordinator found in time")
+                problem = self.member.coordinator_problem() or "no FindCoordinator answer"
+                attempts.failed(f"no group coordinator ({problem})", attempts.subjects or [""])
+                raise attempts.timed_out()
+            attempts.tried()
             future = send()
             self.client.poll_until(future, timer)
             if future.succeeded():
@@ -164,9 +181,10 @@ class OffsetCommitter:
                 assert exc is not None
                 if not isinstance(exc, RetriableError):
                     raise exc
-            if timer.expired():
-                raise KafkaTimeoutError(f"{what} did not finish in time")
+                attempts.failed(exc)
             self.client.sleep(self.member.config.retry_backoff_ms, timer)
+            if timer.expired():  # no try is sent with no time left for its answer
+                raise attempts.timed_out()
 
     def commit_async(self, offsets: dict[TopicPartition, OffsetAndMetadata],
                      callback: CommitCallback | None) -> KafkaFuture:
@@ -242,13 +260,18 @@ class OffsetCommitter:
             return OffsetFetchRequest(version=version, group_id=cfg.group_id, require_stable=True, topics=[
                 OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in by_topic.items()])
 
+        subjects = [partition_name(tp.topic, tp.partition) for tp in sorted(partitions)]
+        attempts = Attempts(f"committed offsets of {counted(len(subjects), 'partition')}", timer, subjects)
+
         def send() -> RequestFuture[CommittedOffsets]:
             future = self.member.send_to_coordinator(OffsetFetchRequest, OffsetFetchResponse, build)
-            return future.compose(self._handle_offset_fetch).add_errback(self.member.note_failure)
+            return future.compose(lambda r, f: self._handle_offset_fetch(r, f, attempts)).add_errback(
+                self.member.note_failure)
 
-        return self._until_done(send, timer, "fetching committed offsets")
+        return self._until_done(send, attempts)
 
-    def _handle_offset_fetch(self, response: Any, future: RequestFuture[CommittedOffsets]) -> None:
+    def _handle_offset_fetch(self, response: Any, future: RequestFuture[CommittedOffsets],
+                             attempts: Attempts) -> None:
         if response.version >= 8:
             if len(response.groups or ()) != 1:
                 raise ProtocolError(f"an OffsetFetch answer for one group has {len(response.groups or ())} groups")
@@ -256,6 +279,10 @@ class OffsetCommitter:
             error, topics = group.error_code, group.topics
         else:
             error, topics = response.error_code, response.topics
+        for t in topics or ():
+            for p in t.partitions:
+                if p.error_code:
+                    attempts.failed(p.error_code, [partition_name(t.name, p.partition_index)])
         codes = [error, *(p.error_code for t in topics or () for p in t.partitions)]
         code = next((c for c in codes if c), 0)
         if code:

@@ -14,14 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import kafka.errors as kafka_errors
 from ..structs import ConsumerRecord
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
-from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
-from ..structs import OffsetAndTimestamp, TopicPartition
+from ..structs import TopicPartition
 
-from ..clock import Timer
-from ..errors import ConfigurationError, InternalError, KafkaTimeoutError, RecordDeserializationError
+from ..errors import InternalError, RecordDeserializationError
 from ..network.transport import Transport
 from ..network.future import RequestFuture
 from ..protocol.apis import ApiKey
@@ -29,18 +26,14 @@ from ..protocol.error_table import Action, action_for, error_for
 from ..error_codes import error_name
 from .deserializers import bind
 from .columns import RecordColumns, decode_columns
+from .offset_lookup import OffsetLookups
 from .records import decode_batches, next_offset
 from .subscription import DeliveryTag, SubscriptionState
 
 log = logging.getLogger("groupclient.consumer")
 
-EARLIEST, LATEST = -2, -1
 # a key_deserializer or value_deserializer as configured (see deserializers.py)
 UserDeserializer = Any
-
-
-class NoOffsetForPartitionError(ConfigurationError, kafka_errors.NoOffsetForPartitionError):
-    """auto_offset_reset='none' and a partition has no committed offset."""
 
 
 @dataclass(frozen=True)
@@ -162,7 +155,10 @@ class CompletedFetch:
         return not self._next_record_ready()
 
 
-class Fetcher:
+class Fetcher(OffsetLookups):
+    """Fetch requests and their answers, decoded as the application drains them; the offset
+    look-ups are :class:`OffsetLookups`'."""
+
     def __init__(self, client: Transport, subscription: SubscriptionState, config: FetchConfig) -> None:
         self.client = client
         self.subscription = subscription
@@ -404,90 +400,3 @@ class Fetcher:
         with self._lock:
             self._completed = deque(c for c in self._completed if c.tp in keep)
             self._errors = {tp: e for tp, e in self._errors.items() if tp in keep}
-
-    # -- offsets by time (resets, beginning/end offsets) ------------------------------------
-    def list_offsets(self, timestamps: dict[TopicPartition, int], timer: Timer) -> dict[TopicPartition, int]:
-        """ListOffsets to each partition's leader (-2 earliest, -1 latest, else a timestamp):
-        the offsets found (-1 where a timestamp is past the last record)."""
-        return {tp: found.offset for tp, found in self.list_offsets_by_time(timestamps, timer).items()}
-
-    def list_offsets_by_time(self, timestamps: dict[TopicPartition, int],
-                             timer: Timer) -> dict[TopicPartition, OffsetAndTimestamp]:
-        """As :meth:`list_offsets`, with the timestamp and leader epoch of each answer.  Leader
-        moves and unknown partitions are retried until the timer ends; any other error code
-        (topic authorization...) is raised at once."""
-        found: dict[TopicPartition, OffsetAndTimestamp] = {}
-        pending = dict(timestamps)
-        while pending:
-            by_node: dict[int, dict[TopicPartition, int]] = {}
-            leaders = self.client.metadata.snapshot
-            for tp, ts in pending.items():
-                leader = leaders.leader_for(tp.topic, tp.partition)
-                if leader is None:
-                    self.client.metadata.request_update()
-                else:
-                    by_node.setdefault(leader, {})[tp] = ts
-            futures = []
-            for node, wanted in by_node.items():
-                if self.client.ready(node):
-                    futures.append(self._send_list_offsets(node, wanted).add_callback(found.update))
-            if futures:
-                for f in futures:
-                    self.client.poll_until(f, timer)
-                    if f.failed() and not f.retriable():
-                        assert f.exception is not None
-                        raise f.exception
-            else:
-                metadata_future = self.client.maybe_update_metadata()
-                self.client.poll_until(metadata_future, Timer(self.client.clock, min(timer.remaining_ms(), 100)))
-            pending = {tp: ts for tp, ts in pending.items() if tp not in found}
-            if pending and timer.expired():
-                raise KafkaTimeoutError(f"no offsets for {sorted(pending)} in time")
-        return found
-
-    def _send_list_offsets(self, node: int, wanted: dict[TopicPartition, int]) -> RequestFuture[dict[TopicPartition, OffsetAndTimestamp]]:
-        by_topic: dict[str, list[Any]] = {}
-        for tp, ts in wanted.items():
-            by_topic.setdefault(tp.topic, []).append(ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
-                partition_index=tp.partition, current_leader_epoch=-1, timestamp=ts, max_num_offsets=1))
-
-        def build(version: int) -> Any:
-            return ListOffsetsRequest(version=version, replica_id=-1, isolation_level=self.config.isolation_level,
-                                      topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=p)
-                                              for t, p in by_topic.items()])
-
-        def handle(response: Any, future: RequestFuture[dict[TopicPartition, OffsetAndTimestamp]]) -> None:
-            result = {}
-            for t in response.topics:
-                for p in t.partitions:
-                    if p.error_code:
-                        action = action_for(p.error_code, ApiKey.LIST_OFFSETS)
-                        if action is Action.REFRESH_METADATA:
-                            self.client.metadata.request_update()
-                        elif action is not Action.RETRY:
-                            return future.failure(error_for(p.error_code, ApiKey.LIST_OFFSETS,
-                                                            f"ListOffsets for {t.name}-{p.partition_index}"))
-                        continue
-                    if response.version >= 1:
-                        offset, timestamp = p.offset, p.timestamp
-                    else:
-                        offset, timestamp = (p.old_style_offsets or [-1])[0], -1
-                    epoch = getattr(p, "leader_epoch", -1)
-                    result[TopicPartition(t.name, p.partition_index)] = OffsetAndTimestamp(offset, timestamp, epoch)
-            future.success(result)
-
-        sent = self.client.send(node, ListOffsetsRequest, ListOffsetsResponse, build)
-        return sent.compose(handle).add_errback(self._note_failure)
-
-    def reset_positions(self, timer: Timer) -> None:
-        resets = self.subscription.resets_needed()
-        if not resets:
-            return
-        bad = [tp for tp, strategy in resets.items() if strategy not in ("earliest", "latest")]
-        if bad:
-            raise NoOffsetForPartitionError(f"no committed offset for {sorted(bad)} and auto_offset_reset='none'")
-        offsets = self.list_offsets({tp: EARLIEST if s == "earliest" else LATEST for tp, s in resets.items()}, timer)
-        for tp, offset in offsets.items():
-            # skipped if the partition was taken away, seeked or reset another way meanwhile
-            if self.subscription.complete_reset(tp, resets[tp], offset):
-                log.info("resetting %s to %s offset %d", tp, resets[tp], offset)

@@ -411,15 +411,16 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl, CommitControl
             if future.failed():  # the member is gone either way (Java logs it too)
                 log.warning("group %s: LeaveGroup failed: %s", self.config["group_id"], future.exception)
 
-    def close(self, autocommit: bool = True, timeout_ms: int | None = None) -> None:
+    def close(self, autocommit: bool = True, timeout_ms: float | None = None) -> None:
         """Commit (with ``autocommit`` and enable_auto_commit), finish the async commits, leave the
-        group and close the connections, all within ``timeout_ms`` (default 30 s, Java's): then it
-        returns, whatever is still missing (each step that cannot finish is logged at WARNING)."""
+        group and close the connections, all within ``timeout_ms`` (default: 30 s, Java's, or
+        default_api_timeout_ms if smaller): then it returns, whatever is still missing (each step
+        that cannot finish is logged at WARNING)."""
         with self._ownership.acquired():
             if self._closed:
                 return
-            budget = timeout_ms if timeout_ms is not None else CLOSE_TIMEOUT_MS
-            timer = Timer(self._clock, budget)
+            budget = timeout_ms if timeout_ms is not None else min(CLOSE_TIMEOUT_MS, self.config["default_api_timeout_ms"])
+            timer = self._default_timer(budget)
             try:
                 group = self._group.committer if self._group is not None else None
                 # commit while the heartbeat thread still keeps the member in the group, all that
@@ -428,7 +429,7 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl, CommitControl
                 offsets = self._subscription.consumed_offsets()
                 if autocommit and group is not None and self.config["enable_auto_commit"] and offsets:
                     try:
-                        group.commit_sync(offsets, timer, warn_waiting="close(timeout_ms=%d)" % budget)
+                        group.commit_sync(offsets, timer, warn_waiting=f"close(timeout_ms={budget})")
                     except Exception as exc:
                         log.warning("close(): the auto-commit failed: %s", exc)
                 if group is not None:

@@ -35,5 +35,5 @@ class ConsumerParts:
     def _positions_known_in_time(self, timer: Timer) -> bool:
         raise NotImplementedError
 
-    def _default_timer(self, timeout_ms: int | None) -> Timer:
+    def _default_timer(self, timeout_ms: float | None) -> Timer:
         raise NotImplementedError

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from ..structs import TopicPartition
 
+from ..attempts import Attempts, partition_name
 from ..clock import Timer
-from ..errors import ConfigurationError, KafkaTimeoutError
+from ..errors import CallTimeoutError, ConfigurationError, KafkaTimeoutError
 from .parts import ConsumerParts
 from .queries import check_partition
 
@@ -40,20 +41,26 @@ class PositionControl(ConsumerParts):
         self._fetcher.reset_positions(timer)
 
     # -- positions -----------------------------------------------------------------------
-    def position(self, partition: TopicPartition, timeout_ms: int | None = None) -> int:
+    def position(self, partition: TopicPartition, timeout_ms: float | None = None) -> int:
         """The offset of the next record to fetch; looked up (committed offset, else
-        auto_offset_reset) within ``timeout_ms`` (KafkaTimeoutError after it; None: no limit,
-        as kafka-python)."""
+        auto_offset_reset) within ``timeout_ms`` (default_api_timeout_ms when None, where
+        kafka-python waits forever), then CallTimeoutError."""
         partition = check_partition(partition)
+        operation = f"position of {partition_name(*partition)}"
         with self._ownership.acquired():
             self._ensure_open()
-            timer = Timer(self._clock, timeout_ms)
+            timer = self._default_timer(timeout_ms)
+            attempts = Attempts(operation, timer, [partition_name(*partition)])
             # position() raises UnassignedPartitionError for a partition not (or no longer) owned
             while (offset := self._subscription.position(partition)) is None:
-                self._update_fetch_positions(timer)
+                attempts.tried()
+                try:
+                    self._update_fetch_positions(timer)
+                except CallTimeoutError as exc:  # the look-up it made ran out: say it of position()
+                    raise exc.renamed(operation) from None
                 if self._subscription.position(partition) is None:
                     if timer.expired():
-                        raise KafkaTimeoutError(f"no position for {partition} in time")
+                        raise attempts.timed_out()
                     self._client.poll_until(None, Timer(self._clock, min(timer.remaining_ms(), 100)))
             return offset
 

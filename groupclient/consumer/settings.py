@@ -107,6 +107,12 @@ class ConsumerSettings(TypedDict, Generic[K, V], total=False):
     request_timeout_ms: Annotated[int, Setting(
         30000, "How long to wait for the answer to a request; then the connection is dropped and "
         "the request failed (retried where that is safe).", CONNECTION, "positive")]
+    default_api_timeout_ms: Annotated[int, Setting(
+        60000, "How long a blocking call given no timeout_ms waits, retrying, before it raises "
+        "CallTimeoutError (which names each partition's last error): commit(), committed(), "
+        "position(), the offset look-ups, topics(), partitions_for_topic(); close() waits the "
+        "smaller of this and 30 s. Java's default.api.timeout.ms. timeout_ms=float('inf') waits "
+        "until the call finishes.", CONNECTION, "positive", origin="groupclient")]
     retry_backoff_ms: Annotated[int, Setting(
         100, "Wait before sending a failed request again.", CONNECTION, "non_negative")]
     reconnect_backoff_ms: Annotated[int, Setting(

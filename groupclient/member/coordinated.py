@@ -22,6 +22,10 @@ class Coordinated:
     def coordinator_unknown(self) -> bool:
         return self.coordinator.unknown()
 
+    def coordinator_problem(self) -> str | None:
+        """Why the coordinator was last lost or not found, for a timeout's message."""
+        return self.coordinator.problem
+
     def mark_coordinator_dead(self, reason: str) -> None:
         self.coordinator.mark_dead(reason)
 

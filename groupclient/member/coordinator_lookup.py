@@ -17,6 +17,7 @@ from typing import Any
 
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 
+from ..attempts import reason
 from ..clock import Timer
 from ..error_codes import ErrorCode
 from ..errors import DisconnectedError, NodeNotReadyError, ProtocolError, RequestTimedOutError, RetriableError
@@ -44,12 +45,25 @@ class CoordinatorLookup:
         self._lock = threading.Lock()
         self._connection: int | None = None
         self._find_future: RequestFuture[int] | None = None
+        # why the coordinator was last lost or not found: what a call that ran out of time
+        # while waiting for it says (``problem``)
+        self._problem: str | None = None
 
     @property
     def connection(self) -> int | None:
         """The connection id of the coordinator, or None while it is unknown."""
         with self._lock:
             return self._connection
+
+    @property
+    def problem(self) -> str | None:
+        """Why the coordinator was last forgotten or not found (None if it never was)."""
+        with self._lock:
+            return self._problem
+
+    def _note_problem(self, problem: str) -> None:
+        with self._lock:
+            self._problem = problem
 
     def unknown(self) -> bool:
         """True when no coordinator is known, or its connection failed (then it is forgotten)."""
@@ -72,6 +86,7 @@ class CoordinatorLookup:
             if connection is not None and coordinator != connection:
                 return
             self._connection = None
+            self._problem = reason
         if coordinator is not None:
             log.info("group %s: coordinator %d is unavailable (%s); rediscovering", self.group_id,
                      COORDINATOR_ID_BASE - coordinator, reason)
@@ -108,6 +123,7 @@ class CoordinatorLookup:
                 assert exc is not None
                 if not isinstance(exc, RetriableError):
                     raise exc
+                self._note_problem(f"FindCoordinator: {reason(exc)}")
                 self.client.metadata.request_update()
                 self.client.sleep(self.retry_backoff_ms, timer)
             if timer.expired():

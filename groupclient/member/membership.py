@@ -69,6 +69,9 @@ class Membership(Protocol):
     def coordinator_unknown(self) -> bool:
         """No coordinator is known (or its connection is gone)."""
 
+    def coordinator_problem(self) -> str | None:
+        """Why the coordinator was last lost or not found (for a timeout's message)."""
+
     def mark_coordinator_dead(self, reason: str) -> None:
         """Forget the coordinator: the next step looks it up again."""
 

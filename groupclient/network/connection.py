@@ -429,9 +429,12 @@ class BrokerConnection:
     def expire(self, now: int) -> list[Completion]:
         """Close the connection if a request or the connect attempt ran out of time."""
         if self.is_connecting() and now >= self._connect_deadline:
-            return self.close(now, RequestTimedOutError(f"connecting to node {self.node_id} timed out"))
-        if any(now >= f.deadline for f in self.in_flight):
-            return self.close(now, RequestTimedOutError(f"a request to node {self.node_id} timed out"))
+            return self.close(now, RequestTimedOutError(
+                f"connecting to {self.host}:{self.port} did not finish within {self.request_timeout_ms} ms"))
+        late = next((f for f in self.in_flight if now >= f.deadline), None)
+        if late is not None:
+            return self.close(now, RequestTimedOutError(
+                f"{_api_name(late.api_key)} to {self.host}:{self.port} got no answer in time (request_timeout_ms)"))
         return []
 
     def next_deadline(self) -> int | None:

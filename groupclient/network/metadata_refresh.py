@@ -15,8 +15,9 @@ from typing import Any
 
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
+from ..attempts import Attempts
 from ..clock import Timer
-from ..errors import InternalError, KafkaTimeoutError
+from ..errors import InternalError
 from .future import RequestFuture
 from .transport import Transport
 
@@ -83,10 +84,12 @@ class MetadataRefresh:
         """One Metadata request for every topic, creating none and leaving the topics this client
         keeps metadata for unchanged (``topics()``, ``partitions_for_topic()``)."""
         client, metadata = self._client, self._client.metadata
+        attempts = Attempts("listing topics", timer)
         while True:
             node = client.least_loaded_node()
             if node is not None and client.ready(node):
                 requests = metadata.update_requests()
+                attempts.tried()
                 future = client.send(node, MetadataRequest, MetadataResponse,
                                      lambda version: _metadata_request(version, None, False))
                 client.poll_until(future, timer)
@@ -94,10 +97,15 @@ class MetadataRefresh:
                     metadata.update(future.value, client.clock.monotonic_ms(), True, requests)
                     self._applied()
                     return
+                if future.failed():
+                    assert future.exception is not None
+                    attempts.failed(future.exception)
             else:
-                client.poll_until(None, Timer(client.clock, min(timer.remaining_ms(), 100)))
+                attempts.waiting("no broker connected" if node is None else f"broker {node} not connected")
+            # a moment before the next try; a connect event ends it early
+            client.poll_until(None, Timer(client.clock, min(timer.remaining_ms(), 100)))
             if timer.expired():
-                raise KafkaTimeoutError("no Metadata answer for all topics in time")
+                raise attempts.timed_out()
 
 
 def _metadata_request(version: int, topics: set[str] | None, auto_create: bool) -> Any:

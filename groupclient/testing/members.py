@@ -39,7 +39,7 @@ class RecordingConsumer(GroupConsumer):
         self.sim_member.record_delivery(TopicPartition(record.topic, record.partition), [record.offset])
         return record
 
-    def close(self, autocommit: bool = True, timeout_ms: int | None = None) -> None:
+    def close(self, autocommit: bool = True, timeout_ms: float | None = None) -> None:
         try:
             super().close(autocommit, timeout_ms)
         finally:

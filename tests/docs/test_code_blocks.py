@@ -93,6 +93,8 @@ RUNS: dict[str, Runner] = {
     # docs/consumer.md
     "docs/consumer.md: # from kafka import KafkaConsumer": Python(contexts.consuming("handle")),
     "docs/consumer.md: consumer = GroupConsumer(": Python(contexts.sasl_ssl),
+    "docs/consumer.md: from groupclient import CallTimeoutError, GroupConsumer, TopicPartition": Python(
+        contexts.nothing),
     "docs/consumer.md: from groupclient import GroupConsumer": Mirrored(
         ("tests/integration/test_kafka_consumer_protocol.py::test_the_docs_example_runs_on_kafka",),
         "the consumer protocol needs Kafka 4.1: run there"),

@@ -102,9 +102,16 @@ class ScriptedClient:
                     s.future.success(answer)
 
     def poll_until(self, future: RequestFuture[Any] | None, timer: Timer, wakeup: bool = True) -> None:
+        """As NetworkClient's: without a future, one poll, which waits out the timer when
+        nothing happens (here: when no pending request had an answer to deliver)."""
         while True:
+            answered = len(self.pending)
             self.deliver()
-            if future is None or future.is_done() or timer.expired():
+            if future is None:
+                if len(self.pending) == answered:
+                    self.clock.advance(timer.remaining_ms())
+                return
+            if future.is_done() or timer.expired():
                 return
             self.clock.advance(min(100, max(timer.remaining_ms(), 1)))
 

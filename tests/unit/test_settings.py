@@ -41,7 +41,7 @@ def test_every_kafka_python_setting_is_declared_with_its_default() -> None:
             assert default == expected, name
     assert GroupConsumer.DEFAULT_CONFIG.keys() == set(theirs) | {
         "interceptors", "rebalance_event_callback", "group_protocol", "group_remote_assignor",
-        "tracer_provider", "meter_provider"}
+        "tracer_provider", "meter_provider", "default_api_timeout_ms"}
     assert {k: v for k, v in GroupConsumer.DEFAULT_CONFIG.items() if k in DEFAULTS} == DEFAULTS
 
 
