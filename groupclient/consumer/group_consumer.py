@@ -115,7 +115,7 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl, CommitControl
             raise ConfigurationError(str(exc)) from None
         self._interceptors = InterceptorChain(cfg["interceptors"])
         self._clock = clock or SystemClock()
-        self._subscription = SubscriptionState(cfg["auto_offset_reset"])
+        self._subscription = SubscriptionState(cfg["auto_offset_reset"], cfg["isolation_level"] == "read_committed")
         self._observers = ConsumerObservers(cfg, self._clock, self._subscription.lags_by_partition,
                                             self._subscription.assigned)
         self._metrics = self._observers.metrics

@@ -58,9 +58,12 @@ class PartitionState:
 
 
 class SubscriptionState:
-    def __init__(self, default_reset: str) -> None:
+    def __init__(self, default_reset: str, read_committed: bool = False) -> None:
+        """``read_committed``: lag is counted to the last stable offset, as the Java client counts
+        it under that isolation level (records past it cannot be read yet)."""
         self._lock = threading.Lock()
         self.default_reset = default_reset
+        self.read_committed = read_committed
         self.type = SubscriptionType.NONE
         self.topics: set[str] = set()
         self.pattern: re.Pattern[str] | None = None
@@ -351,16 +354,20 @@ class SubscriptionState:
             return None if state is None else state.high_watermark
 
     def lags(self) -> list[int]:
-        """Records behind the high watermark, per owned partition where both are known."""
-        with self._lock:
-            return [max(0, s.high_watermark - s.position) for s in self._assignment.values()
-                    if s.position is not None and s.high_watermark is not None]
+        """Records behind the end, per owned partition where both are known: the high watermark,
+        or under read_committed the last stable offset (Java's partitionLag)."""
+        return list(self.lags_by_partition().values())
 
     def lags_by_partition(self) -> dict[TopicPartition, int]:
         """:meth:`lags` by partition (any thread: OpenTelemetry's gauges read it)."""
         with self._lock:
-            return {tp: max(0, s.high_watermark - s.position) for tp, s in self._assignment.items()
-                    if s.position is not None and s.high_watermark is not None}
+            lags = {}
+            for tp, s in self._assignment.items():
+                end = s.last_stable_offset if self.read_committed and s.last_stable_offset is not None \
+                    else s.high_watermark
+                if s.position is not None and end is not None:
+                    lags[tp] = max(0, end - s.position)
+            return lags
 
     def missing_positions(self) -> set[TopicPartition]:
         """Partitions with neither a position nor a pending reset (need committed offsets)."""

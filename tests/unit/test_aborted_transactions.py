@@ -1,6 +1,7 @@
 """read_committed: records of aborted transactions are left out, on both record paths and by the
 columns decoder, as Java's CompletedFetch leaves them out: a producer's transactional batches
-from an aborted transaction's first offset up to its abort marker."""
+from an aborted transaction's first offset up to its abort marker; and lag counts to the last
+stable offset."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from kafka.record.util import calc_crc32c
 
 from groupclient.consumer.columns import decode_columns
 from groupclient.consumer.records import decode_batches
+from groupclient.consumer.subscription import SubscriptionState
+from groupclient.structs import TopicPartition
 from tests.record_paths import on_path
 
 ABORT, COMMIT = 0, 1
@@ -106,3 +109,18 @@ def test_an_unreadable_abort_marker_is_the_same_corrupt_record_error_on_both_pat
     assert outcomes[0] == outcomes[1]
     assert "t-0" in outcomes[0] and "offset 2" in outcomes[0]
 
+
+
+@pytest.mark.parametrize("read_committed, lag", [(False, 90), (True, 40)])
+def test_lag_is_counted_to_the_last_stable_offset_under_read_committed(read_committed: bool, lag: int) -> None:
+    """Java's partitionLag: records past the last stable offset (an open transaction's) cannot be
+    read yet under read_committed, so they are not lag; under read_uncommitted they are."""
+    tp = TopicPartition("t", 0)
+    subscription = SubscriptionState("earliest", read_committed=read_committed)
+    subscription.assign_from_user({tp})
+    subscription.seek(tp, 10)
+    subscription.set_high_watermark(tp, 100, last_stable=50)
+    assert subscription.lags_by_partition() == {tp: lag}
+    assert subscription.lags() == [lag]
+    subscription.set_high_watermark(tp, 100, last_stable=-1)  # an answer without one keeps the last known
+    assert subscription.lags() == [lag]
