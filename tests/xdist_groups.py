@@ -30,6 +30,8 @@ import pytest
 GROUPS: tuple[tuple[str, Callable[[pytest.Item], bool]], ...] = (
     # the Spark session (tests/spark/conftest.py); its tests' "kafka" params start Apache Kafka here too
     ("spark", lambda item: item.nodeid.startswith("tests/spark/")),
+    # the three-node Apache Kafka cluster (kafka_cluster): a worker of its own, beside the single broker's
+    ("kafka-cluster", lambda item: "kafka_cluster" in getattr(item, "fixturenames", ())),
     # Apache Kafka: the session's broker (kafka_broker, the "kafka" params), and the tests that
     # start one of their own (the jars and the compiled Java programs are shared all the same)
     ("kafka", lambda item: item.get_closest_marker("kafka") is not None),
@@ -43,6 +45,7 @@ GROUPS: tuple[tuple[str, Callable[[pytest.Item], bool]], ...] = (
 # which go out before anything else): a worker that took one last would run on alone.
 LONG_FIRST = (
     "tests/chaos/test_chaos.py::",
+    "tests/eos/",
     "tests/sim/test_random_schedules.py::test_500_seeded_schedules_keep_every_invariant",
     "tests/integration/test_cooperative_groups.py::test_mixed_cooperative_group_on_tansu",
     "tests/docs/test_record_path_install.py::",
