@@ -105,20 +105,26 @@ def tansu_broker() -> Iterator[BrokerProcess]:
         yield broker
 
 
-@pytest.fixture(scope="session")
-def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[object]:
-    """Three Apache Kafka 4.4 nodes behind fault proxies (tests/kafka/cluster.py) for the session's
-    tests that kill brokers (the exactly-once test, the chaos run on Kafka); a test that kills a
-    node starts it again before it ends, and finds every node running when it starts.  The
-    nodes' logs are kept if any test failed."""
+def need_java() -> None:
+    """Apache Kafka needs Java and Maven: a failure under CI, else a skip that says so."""
     from tests.kafka.broker import missing_tools
-    from tests.kafka.cluster import KafkaCluster
 
     missing = missing_tools()
     if missing:
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI needs {', '.join(missing)} to run Apache Kafka")
         pytest.skip(f"Apache Kafka tests need {', '.join(missing)} (Java 17 and Maven)")
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[object]:
+    """Three Apache Kafka 4.4 nodes behind fault proxies (tests/kafka/cluster.py) for the session's
+    tests that kill brokers (the exactly-once test, the chaos run on Kafka); a test that kills a
+    node starts it again before it ends, and finds every node running when it starts.  The
+    nodes' logs are kept if any test failed."""
+    from tests.kafka.cluster import KafkaCluster
+
+    need_java()
     cluster = KafkaCluster()
     try:
         cluster.start()
@@ -133,13 +139,9 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[object]:
 @pytest.fixture(scope="session")
 def kafka_broker(request: pytest.FixtureRequest) -> Iterator[object]:
     """A real Apache Kafka broker (KRaft) for the session; its log is kept if any test failed."""
-    from tests.kafka.broker import KafkaBroker, missing_tools
+    from tests.kafka.broker import KafkaBroker
 
-    missing = missing_tools()
-    if missing:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI needs {', '.join(missing)} to run Apache Kafka")
-        pytest.skip(f"Apache Kafka tests need {', '.join(missing)} (Java 17 and Maven)")
+    need_java()
     broker = KafkaBroker()
     try:
         broker.start()

@@ -274,8 +274,8 @@ class KafkaCluster:
         request.with_header(correlation_id=1, client_id=PROBE_CLIENT_ID)
         with socket.create_connection(("127.0.0.1", self.external_ports[i]), timeout=timeout_s) as sock:
             sock.sendall(request.encode(version=version, header=True, framed=True))
-            size = struct.unpack(">i", _read_exactly(sock, 4))[0]
-            return response_cls.decode(_read_exactly(sock, size), version=version, header=True)
+            size = struct.unpack(">i", read_exactly(sock, 4))[0]
+            return response_cls.decode(read_exactly(sock, size), version=version, header=True)
 
     def _metadata(self, i: int, topics: list[str]) -> Any:
         from kafka.protocol.metadata import MetadataRequest, MetadataResponse
@@ -384,7 +384,8 @@ class RetryLater(Exception):
     """An answer that will change: no leader yet, a coordinator loading, a leader moved."""
 
 
-def _read_exactly(sock: socket.socket, n: int) -> bytes:
+def read_exactly(sock: socket.socket, n: int) -> bytes:
+    """``n`` bytes from the socket (EOFError if it closes first)."""
     data = bytearray()
     while len(data) < n:
         chunk = sock.recv(n - len(data))

@@ -176,8 +176,16 @@ class FaultProxy:
         return self._call(lambda: Counter(c.client_id for c in self._conns if c.client_id is not None))
 
     def stats(self) -> ProxyStats:
-        with self._lock:
-            return copy.deepcopy(self._stats)
+        """The counters, read on the loop's thread (between two of its steps: bytes a client has
+        received are counted by then; a copy read from another thread could miss the last
+        write's, which the loop counts just after sending them); after close(), as they ended."""
+        def read() -> ProxyStats:
+            with self._lock:
+                return copy.deepcopy(self._stats)
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return read()
+        return self._call(read)
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Stop: every connection and the listener closed, the thread joined (or TimeoutError)."""

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.kafka.cluster import read_exactly
 from tests.kafka.fault_proxy import FaultProxy, client_id_of
 
 TIMEOUT_S = 5.0  # an answer that should come
@@ -73,16 +74,6 @@ def request(client_id: str | None, correlation_id: int, payload: bytes = b"", ap
     """A request frame: header v1 (api_key, version 3, correlation id, client_id), then ``payload``."""
     name = b"\xff\xff" if client_id is None else struct.pack(">h", len(client_id)) + client_id.encode()
     return frame_of(struct.pack(">hhi", api_key, 3, correlation_id) + name + payload)
-
-
-def read_exactly(sock: socket.socket, n: int) -> bytes:
-    data = bytearray()
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise EOFError(f"closed after {len(data)} of {n} bytes")
-        data += chunk
-    return bytes(data)
 
 
 def read_frame(sock: socket.socket) -> bytes:
