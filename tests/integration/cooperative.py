@@ -111,13 +111,19 @@ class Step:
 def settled(cluster: EmbeddedCluster, group: str, topic: str, members: list[Peer], partitions: int = PARTITIONS,
             timeout_s: float = 45) -> bool:
     """The coordinator has the group Stable with exactly these members, its assignment and the
-    members' own views are exact covers, and every member holds some partition."""
+    members' own views are exact covers, every member holds some partition, and every member that
+    reports its generation has heard of the coordinator's (a cooperative rebalance's second
+    generation leaves a member's partitions as they were: without this, a test could look before
+    that member had heard of it, and count its "assigned" event as a later change)."""
     def ok() -> bool:
         held = coordinator_assignments(cluster, group, topic)
         if held is None or len(held) != len(members) or not exclusive_cover(held.values(), partitions):
             return False
         views = [set(m.assignment) for m in members]
-        return exclusive_cover(views, partitions) and all(views[:partitions])
+        if not (exclusive_cover(views, partitions) and all(views[:partitions])):
+            return False
+        described = cluster.describe_group(group)
+        return described is not None and all(m.generation in (None, described["generation"]) for m in members)
     return wait_until(ok, timeout_s)
 
 

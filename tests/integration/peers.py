@@ -41,6 +41,9 @@ class Peer:
         cmd += extra or []
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.assignment: set[int] = set()
+        # the generation of its last assignment, where the peer reports it (groupclient, whose listener
+        # hears of every generation, as Java's does; kafka-python's does not, in a cooperative group)
+        self.generation: int | None = None
         self.consumed: set[tuple[int, int]] = set()
         self.values: list[str] = []
         self.events: list[dict[str, Any]] = []
@@ -63,6 +66,7 @@ class Peer:
                 kind = event["event"]
                 if kind == "assigned":
                     self.assignment = set(event["partitions"])
+                    self.generation = event.get("generation", self.generation)
                 elif kind in ("revoked", "lost"):
                     self.assignment -= set(event["partitions"])
                 elif kind == "records":

@@ -22,8 +22,8 @@ pytestmark = pytest.mark.integration
 PARTITIONS = 6
 
 
-def describe(members: list[Peer]) -> list[str]:
-    return [m.describe() for m in members]
+def describe(members: list[Peer]) -> str:
+    return "\n".join(m.describe() for m in members)  # a string: pytest shortens a list's repr
 
 
 def group_type(bootstrap: str, group: str) -> str | None:

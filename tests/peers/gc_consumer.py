@@ -42,7 +42,10 @@ def main() -> int:
             report("lost", partitions=sorted(tp.partition for tp in lost), t=time.monotonic())
 
         def on_partitions_assigned(self, assigned):  # type: ignore[no-untyped-def]
-            report("assigned", partitions=sorted(tp.partition for tp in consumer.assignment()), t=time.monotonic())
+            # the generation (a consumer group's member epoch) the assignment is of: tests wait for
+            # every member to have heard of the coordinator's latest
+            report("assigned", partitions=sorted(tp.partition for tp in consumer.assignment()),
+                   generation=consumer.group_metadata().generation_id, t=time.monotonic())
 
     # under the consumer protocol the broker sets the session and the assignor
     group_settings = {} if args.protocol == "consumer" else {
