@@ -76,6 +76,9 @@ class ClassicDriver(DriverBase):
         if member.coordinator_unknown() and not member.ensure_coordinator_ready(timer):
             # Java's ConsumerCoordinator.poll looks the coordinator up on every poll; meanwhile a
             # stable member goes on fetching what it owns (its lease, checked above, says until when)
+            # and the listener hears now of what the heartbeat thread gave up, not only at the join,
+            # which waits for a coordinator (the application may need to stop work on them)
+            hooks.tell_losses()
             return member.is_stable() and not join.needed_or_pending()
         self.start_heartbeat_thread()
         if join.needed_or_pending():

@@ -176,6 +176,13 @@ class ConsumerGroupHooks:
             self.listener_calls.call("on_partitions_lost", dropped - owned)
         return True
 
+    def tell_losses(self) -> None:
+        """The listener's ``on_partitions_lost`` for what the heartbeat thread gave up (the lease
+        ran out, poll() was late) and no one has told it of yet; on the application thread."""
+        lost = self.subscription.take_lost()
+        if lost:
+            self.listener_calls.call("on_partitions_lost", lost)
+
     def _commit_before_rebalance(self, timer: Timer) -> bool:
         """Commit what the application was given before giving partitions up; True once done
         (or failed: the partitions are given up either way), False while it is still on its way."""

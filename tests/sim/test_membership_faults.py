@@ -315,3 +315,33 @@ def test_a_classic_member_resumed_past_its_session_reports_its_partitions_lost(m
     assert after and after[0].kind == "lost", \
         f"a's listener heard {[(e.kind, e.at_ms) for e in after]} after resuming at {resumed_at}, not on_partitions_lost"
     assert lost_at is not None and lost_at < held_up[0] + 200, "the loss waited for the heartbeat thread"
+
+
+def test_a_lease_that_ends_while_the_coordinator_is_unreachable_is_told_at_the_next_poll(make_sim: Sim) -> None:
+    """The coordinator stops answering a classic member (its heartbeats and its FindCoordinator
+    get no answer): the heartbeat thread ends the lease one session after the last answered
+    heartbeat and gives the partitions up.  The application's listener hears of it at the next
+    poll(), not only once a coordinator is found again and the member rejoins (which may be never):
+    the Kafka chaos run's seed 3303056178 told a member's listener 1.7-2.7 s late."""
+    sim = make_sim(topics={"t": 3})
+    sim.produce("t", 30)
+    a = sim.consumer("a", session_timeout_ms=6000, heartbeat_interval_ms=1000)
+    a.subscribe(["t"])
+    assert poll_until(a, lambda: len(a.assignment()) == 3, 60), sim.describe()
+    owned = a.assignment()
+    for api in (ApiKey.HEARTBEAT, ApiKey.FIND_COORDINATOR, ApiKey.OFFSET_COMMIT, ApiKey.JOIN_GROUP):
+        sim.inject_fault(FaultRule(int(api), FaultKind.DELAY, count=1000, delay_ms=600_000))
+    cut = sim.now
+    told_at = None
+    for _ in range(40):  # 40 s of 1 s polls, all with the coordinator unreachable
+        a.poll(1000)
+        lost = {tp for e in sim.members["a"].events if e.kind == "lost" for tp in e.partitions}
+        if lost:
+            told_at = sim.now
+            assert lost == owned and not a.assignment()
+            break
+    assert told_at is not None, f"never told of the loss: {sim.members['a'].events}"
+    # one session after the last answered heartbeat (sent before the cut), then one poll at most
+    assert told_at - cut <= 6000 + 1000 + 100, (cut, told_at)
+    sim.core.faults.clear()
+    a.close()
