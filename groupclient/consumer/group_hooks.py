@@ -215,9 +215,7 @@ class ConsumerGroupHooks:
             self.member.request_rejoin(f"the assignment has partitions this member did not subscribe to: "
                                        f"{sorted(unexpected)}")
         # taken away while rejoining (the lease ran out): the listener hears before the new ones
-        lost = self.subscription.take_lost()
-        if lost:
-            self.listener_calls.call("on_partitions_lost", lost)
+        self.tell_losses()
         owned = self.subscription.assigned()
         revoked = owned - partitions
         if revoked:
