@@ -212,8 +212,11 @@ class Member:
     """A GroupConsumer polling in a thread of its own (it owns the consumer there)."""
 
     consumer_settings: dict[str, Any]
-    held: threading.Event = field(default_factory=threading.Event)  # set: poll() not called
     stop: threading.Event = field(default_factory=threading.Event)
+    # hold(): ``_held`` asks the thread not to poll; ``_polling`` says whether a poll() is under way
+    _gate: threading.Condition = field(default_factory=threading.Condition)
+    _held: bool = False
+    _polling: bool = False
     thread: threading.Thread | None = None
     consumer: GroupConsumer | None = None
     commit: dict[TopicPartition, OffsetAndMetadata] | None = None
@@ -228,7 +231,10 @@ class Member:
                 for _ in range(100_000):  # bounded; ends on stop()
                     if self.stop.is_set():
                         break
-                    if self.held.is_set():
+                    with self._gate:
+                        self._polling = not self._held
+                        self._gate.notify_all()
+                    if not self._polling:
                         self.stop.wait(0.05)
                         continue
                     self.consumer.poll(timeout_ms=50)
@@ -236,11 +242,27 @@ class Member:
                         self.consumer.commit(self.commit)
                         self.commit = None
             finally:
+                with self._gate:
+                    self._polling = False
+                    self._gate.notify_all()
                 self.consumer.close()
 
         self.thread = threading.Thread(target=run, name=self.consumer_settings["client_id"], daemon=True)
         self.thread.start()
         assert ready.wait(30)
+
+    def hold(self, seconds: float) -> None:
+        """Stops calling poll() for ``seconds``, from the end of the poll() under way: returns
+        once none is (a classic member sends its JoinGroup, and answers it, only from poll(), so
+        a rebalance begun now waits for it until then)."""
+        with self._gate:
+            self._held = True
+            assert self._gate.wait_for(lambda: not self._polling, 30), "the member's poll() did not return"
+        threading.Timer(seconds, self._release).start()
+
+    def _release(self) -> None:
+        with self._gate:
+            self._held = False
 
     def close(self) -> None:
         self.stop.set()
@@ -352,15 +374,11 @@ def billing_alone(tmp_path: Path) -> Iterator[Billing]:
 def billing_2_starts(scene: Billing) -> None:
     """``billing-2`` joins while ``billing-1`` holds off polling for 1.5 s, so the rebalance lasts
     long enough for a watch looking every 200 ms to see it."""
-    first = scene.members["billing-1"]
-    first.held.set()
+    scene.members["billing-1"].hold(1.5)
     scene.member("billing-2")
-    threading.Timer(1.5, first.held.clear).start()
 
 
 def billing_2_stops(scene: Billing) -> None:
     """``billing-2`` closes (it leaves the group), with ``billing-1`` holding off as above."""
-    first = scene.members["billing-1"]
-    first.held.set()
+    scene.members["billing-1"].hold(1.5)
     scene.members["billing-2"].close()
-    threading.Timer(1.5, first.held.clear).start()

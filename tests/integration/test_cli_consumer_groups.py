@@ -25,8 +25,9 @@ pytestmark = pytest.mark.integration
 
 class Polled:
     """A consumer-protocol GroupConsumer polling in a thread of its own (a consumer belongs to the
-    thread that made it).  ``hold()`` stops its polls — its heartbeat thread keeps it in the group,
-    but it gives up no partition until it polls again — and ``release()`` lets it go on."""
+    thread that made it).  ``hold()`` stops its polls, from the end of the one under way — its
+    heartbeat thread keeps it in the group, but it gives up no partition until it polls again — and
+    ``release()`` lets it go on."""
 
     def __init__(self, bootstrap: str, group: str, topic: str, client_id: str) -> None:
         self.settings: dict[str, Any] = {"bootstrap_servers": bootstrap, "group_id": group, "client_id": client_id,
@@ -36,7 +37,9 @@ class Polled:
         self.assigned: frozenset[TopicPartition] = frozenset()
         self.commit: dict[TopicPartition, OffsetAndMetadata] | None = None
         self.error: BaseException | None = None
-        self.held = threading.Event()
+        self._gate = threading.Condition()  # guards _held (asked not to poll) and _polling
+        self._held = False
+        self._polling = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=client_id, daemon=True)
         self._thread.start()
@@ -46,7 +49,10 @@ class Polled:
         try:
             deadline = time.monotonic() + 600  # bounded: close() ends it long before
             while not self._stop.is_set() and time.monotonic() < deadline:
-                if self.held.is_set():
+                with self._gate:
+                    self._polling = not self._held
+                    self._gate.notify_all()
+                if not self._polling:
                     self._stop.wait(0.05)
                     continue
                 consumer.poll(timeout_ms=50)
@@ -57,13 +63,20 @@ class Polled:
         except BaseException as exc:  # noqa: BLE001 - the test reports it
             self.error = exc
         finally:
+            with self._gate:
+                self._polling = False
+                self._gate.notify_all()
             consumer.close()
 
     def hold(self) -> None:
-        self.held.set()
+        """Returns once no poll() is under way (a member reconciles only in poll())."""
+        with self._gate:
+            self._held = True
+            assert self._gate.wait_for(lambda: not self._polling, 30), f"{self.client_id}'s poll() did not return"
 
     def release(self) -> None:
-        self.held.clear()
+        with self._gate:
+            self._held = False
 
     def close(self) -> None:
         self._stop.set()
