@@ -73,10 +73,18 @@ async def test_an_async_for_loop_ends_when_the_consumer_stops(api: Api, cluster:
     consumer = make_consumer(topic, group_id=unique("g"), auto_offset_reset="earliest")
     await consumer.start()
 
+    seen: list[Any] = []
+
     async def consume() -> list[Any]:
-        return [record async for record in consumer]
+        async for record in consumer:
+            seen.append(record)
+        return seen
     loop = asyncio.ensure_future(consume())
-    await asyncio.sleep(1.5)
+    # stopped once the three records are in (a fixed sleep raced the join on a loaded machine)
+    for _ in range(300):  # 30 s at most
+        if len(seen) == 3:
+            break
+        await asyncio.sleep(0.1)
     await consumer.stop()
     assert [r.offset for r in await asyncio.wait_for(loop, 10)] == [0, 1, 2]
 

@@ -104,20 +104,29 @@ class Peer:
         return any(e["event"] == name for e in self.events)
 
     def terminate(self, timeout_s: float = 20.0) -> int:
-        """Graceful stop (the client closes and leaves the group)."""
+        """Graceful stop (the client closes and leaves the group); returns once every line it
+        wrote has been read (its last event, ``closed``, among them)."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
-            return self.proc.wait(timeout_s)
+            code = self.proc.wait(timeout_s)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            return self.proc.wait(5)
+            code = self.proc.wait(5)
+        self.wait_read()
+        return code
 
     def kill(self) -> None:
         """SIGKILL: no LeaveGroup; the coordinator must notice by session expiry."""
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait(5)
+        self.wait_read()
+
+    def wait_read(self, timeout_s: float = 10.0) -> bool:
+        """Once the process has exited: until the reader thread has folded in its last line (the
+        exit comes first; the reader may still be behind on a loaded machine)."""
+        return self.wait_for(lambda p: p.ended_at is not None, timeout_s)
 
     def describe(self) -> str:
         return (f"{self.name}: assignment={sorted(self.assignment)} consumed={len(self.consumed)} "
@@ -145,6 +154,7 @@ class PeerSet:
             except subprocess.TimeoutExpired:
                 peer.proc.kill()
                 peer.proc.wait(5)
+            peer.wait_read()
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float = 30.0, interval_s: float = 0.1) -> bool:

@@ -128,6 +128,10 @@ def test_list_and_describe_a_consumer_group(kip848_bootstrap: str) -> None:
         a.commit = {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in COMMITS.items()}
         wait_until(lambda: a.commit is None or a.error is not None, 30, "cli-a's commit")
         assert a.error is None and b.error is None, (a.error, b.error)
+        # each member's own account too: a member acknowledges its partitions (the broker's
+        # "settled") inside a poll, before that poll returns them to its thread
+        wait_until(lambda: len(a.assigned) + len(b.assigned) == 3 and not a.assigned & b.assigned, 30,
+                   "both members to have seen their partitions")
         owned = {"cli-a": a.assigned, "cli-b": b.assigned}
 
         done = cli("groups", "describe", group, "--json", "--bootstrap-servers", bootstrap)

@@ -7,7 +7,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -118,6 +118,14 @@ def broker() -> Iterator[EchoBroker]:
     b.close()
 
 
+def until(condition: Callable[[], bool], state: Callable[[], object], timeout_s: float = 10.0) -> None:
+    """Waits (bounded) for what the proxy's loop thread does after the test's last step."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, state()
+        time.sleep(0.01)
+
+
 @pytest.fixture
 def proxy(broker: EchoBroker) -> Iterator[FaultProxy]:
     with FaultProxy(broker.port, "unit") as p:
@@ -165,6 +173,8 @@ def test_blackhole_cuts_off_the_clients_of_the_prefix_only(proxy: FaultProxy) ->
         with connect(proxy) as m31:  # a new connection is accepted, then blackholed once identified
             m31.sendall(request("m3.1", 1))
             assert_silent(m31)
+            # identified once the proxy's loop has read that request (no answer says when)
+            until(lambda: proxy.stats().discarded["m3.1"] > 0, proxy.stats)
             stats = proxy.stats()
             assert stats.acted[("blackhole", "m3.")] == 2
             assert stats.discarded["m3.0"] > 0 and stats.discarded["m3.1"] > 0
@@ -259,10 +269,7 @@ def test_close_stops_its_thread_and_closes_every_connection(broker: EchoBroker) 
         slow.sendall(request("c", 1))  # a chunk still queued at close
         # a connection is named once the proxy's loop has read its first request, which b's and
         # c's clients do not wait for (no answer comes)
-        deadline = time.monotonic() + 10
-        while proxy.connections() != {"a": 1, "b": 1, "c": 1}:
-            assert time.monotonic() < deadline, proxy.connections()
-            time.sleep(0.01)
+        until(lambda: proxy.connections() == {"a": 1, "b": 1, "c": 1}, proxy.connections)
         proxy.close()
         for sock in (plain, cut, slow):
             assert sock.recv(1) == b""

@@ -31,11 +31,13 @@ def run_members(bootstrap: str, topic: str, cfg: dict[str, Any], placed: set[tup
                 hold: bool, start_gap_s: float) -> list[MemberReport]:
     reports: list[MemberReport] = []
     errors: list[BaseException] = []
-    stagger = threading.Event()
+    first_ended = threading.Event()
 
     def member(index: int) -> None:
         if index:
-            stagger.wait(start_gap_s)  # the later members start after the first one has joined
+            # holding, the later members start while the first waits for them; not holding, once
+            # the first has ended (a fixed gap raced the first's reading of everything)
+            first_ended.wait(start_gap_s if hold else 60)
         try:
             delivered: list[Polled] = []
             report = run_member([topic], cfg, HandOver(delivered.append), StopWhen(at_end=True),
@@ -45,6 +47,9 @@ def run_members(bootstrap: str, topic: str, cfg: dict[str, Any], placed: set[tup
             reports.append(report)
         except BaseException as exc:  # raised by the test thread
             errors.append(exc)
+        finally:
+            if index == 0 and not hold:
+                first_ended.set()
 
     threads = [threading.Thread(target=member, args=(i,), daemon=True) for i in range(count)]
     for thread in threads:
@@ -76,7 +81,9 @@ def test_members_that_hold_until_all_joined_share_the_partitions(broker: str, pr
     assert sum(r.records for r in reports) == len(placed)
     assert max(r.records for r in reports) <= 0.6 * len(placed), [r.as_row() for r in reports]
     assert all(r.waited_ms > 0 for r in reports)
-    # the same without holding: the first member reads everything before the second joins
+    # the same without holding: the first member waits for nobody, reads everything and ends
+    # (the second, started then, finds nothing left)
     cfg = consumer_config(broker, f"g-{uuid.uuid4().hex[:6]}", protocol)
     reports = run_members(broker, topic, cfg, placed, 2, hold=False, start_gap_s=1.0)
     assert sorted(r.records for r in reports) == [0, len(placed)]
+    assert all(r.waited_ms == 0 for r in reports), [r.as_row() for r in reports]
