@@ -23,7 +23,7 @@ from groupclient.coordinator.security import ListenerSecurity
 from groupclient.testing import GroupclientCluster
 from groupclient.testing.certificates import make_certificates
 from tests.docs.runners import Enough, Prepared
-from tests.integration.peers import wait_until
+from tests.integration.peers import PollGate, wait_until
 
 RECORDS = 30
 
@@ -213,10 +213,7 @@ class Member:
 
     consumer_settings: dict[str, Any]
     stop: threading.Event = field(default_factory=threading.Event)
-    # hold(): ``_held`` asks the thread not to poll; ``_polling`` says whether a poll() is under way
-    _gate: threading.Condition = field(default_factory=threading.Condition)
-    _held: bool = False
-    _polling: bool = False
+    gate: PollGate = field(default_factory=PollGate)
     thread: threading.Thread | None = None
     consumer: GroupConsumer | None = None
     commit: dict[TopicPartition, OffsetAndMetadata] | None = None
@@ -231,10 +228,7 @@ class Member:
                 for _ in range(100_000):  # bounded; ends on stop()
                     if self.stop.is_set():
                         break
-                    with self._gate:
-                        self._polling = not self._held
-                        self._gate.notify_all()
-                    if not self._polling:
+                    if not self.gate.may_poll():
                         self.stop.wait(0.05)
                         continue
                     self.consumer.poll(timeout_ms=50)
@@ -242,9 +236,7 @@ class Member:
                         self.consumer.commit(self.commit)
                         self.commit = None
             finally:
-                with self._gate:
-                    self._polling = False
-                    self._gate.notify_all()
+                self.gate.ended()
                 self.consumer.close()
 
         self.thread = threading.Thread(target=run, name=self.consumer_settings["client_id"], daemon=True)
@@ -255,14 +247,8 @@ class Member:
         """Stops calling poll() for ``seconds``, from the end of the poll() under way: returns
         once none is (a classic member sends its JoinGroup, and answers it, only from poll(), so
         a rebalance begun now waits for it until then)."""
-        with self._gate:
-            self._held = True
-            assert self._gate.wait_for(lambda: not self._polling, 30), "the member's poll() did not return"
-        threading.Timer(seconds, self._release).start()
-
-    def _release(self) -> None:
-        with self._gate:
-            self._held = False
+        self.gate.hold(self.consumer_settings["client_id"])
+        threading.Timer(seconds, self.gate.release).start()
 
     def close(self) -> None:
         self.stop.set()

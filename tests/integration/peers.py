@@ -157,6 +157,38 @@ class PeerSet:
             peer.wait_read()
 
 
+class PollGate:
+    """Holds a polling thread off ``poll()`` from the end of the one under way.  The thread asks
+    ``may_poll()`` before each poll() and calls ``ended()`` when it stops; ``hold()`` returns once
+    no poll() is under way (a flag checked only at the top of the loop let a poll() already
+    started go on acting); ``release()`` lets it poll again."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()  # guards _held (asked not to poll) and _polling
+        self._held = False
+        self._polling = False
+
+    def may_poll(self) -> bool:
+        with self._changed:
+            self._polling = not self._held
+            self._changed.notify_all()
+            return self._polling
+
+    def ended(self) -> None:
+        with self._changed:
+            self._polling = False
+            self._changed.notify_all()
+
+    def hold(self, who: str) -> None:
+        with self._changed:
+            self._held = True
+            assert self._changed.wait_for(lambda: not self._polling, 30), f"{who}'s poll() did not return"
+
+    def release(self) -> None:
+        with self._changed:
+            self._held = False
+
+
 def wait_until(predicate: Callable[[], bool], timeout_s: float = 30.0, interval_s: float = 0.1) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

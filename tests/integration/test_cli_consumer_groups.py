@@ -18,6 +18,7 @@ import pytest
 from groupclient import GroupConsumer, OffsetAndMetadata, TopicPartition
 from groupclient.admin import AdminConnection, GroupAdmin, GroupDescription, GroupNotFoundError
 from tests.integration import external
+from tests.integration.peers import PollGate
 from tests.integration.test_cli_groups import COMMITS, EXPECTED_OFFSETS, cli, name, produce_counts, watching
 
 pytestmark = pytest.mark.integration
@@ -37,9 +38,7 @@ class Polled:
         self.assigned: frozenset[TopicPartition] = frozenset()
         self.commit: dict[TopicPartition, OffsetAndMetadata] | None = None
         self.error: BaseException | None = None
-        self._gate = threading.Condition()  # guards _held (asked not to poll) and _polling
-        self._held = False
-        self._polling = False
+        self.gate = PollGate()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=client_id, daemon=True)
         self._thread.start()
@@ -49,10 +48,7 @@ class Polled:
         try:
             deadline = time.monotonic() + 600  # bounded: close() ends it long before
             while not self._stop.is_set() and time.monotonic() < deadline:
-                with self._gate:
-                    self._polling = not self._held
-                    self._gate.notify_all()
-                if not self._polling:
+                if not self.gate.may_poll():
                     self._stop.wait(0.05)
                     continue
                 consumer.poll(timeout_ms=50)
@@ -63,20 +59,15 @@ class Polled:
         except BaseException as exc:  # noqa: BLE001 - the test reports it
             self.error = exc
         finally:
-            with self._gate:
-                self._polling = False
-                self._gate.notify_all()
+            self.gate.ended()
             consumer.close()
 
     def hold(self) -> None:
         """Returns once no poll() is under way (a member reconciles only in poll())."""
-        with self._gate:
-            self._held = True
-            assert self._gate.wait_for(lambda: not self._polling, 30), f"{self.client_id}'s poll() did not return"
+        self.gate.hold(self.client_id)
 
     def release(self) -> None:
-        with self._gate:
-            self._held = False
+        self.gate.release()
 
     def close(self) -> None:
         self._stop.set()

@@ -7,11 +7,12 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from tests.kafka.cluster import read_exactly
+from tests.integration.peers import wait_until
 from tests.kafka.fault_proxy import FaultProxy, client_id_of
 
 TIMEOUT_S = 5.0  # an answer that should come
@@ -118,14 +119,6 @@ def broker() -> Iterator[EchoBroker]:
     b.close()
 
 
-def until(condition: Callable[[], bool], state: Callable[[], object], timeout_s: float = 10.0) -> None:
-    """Waits (bounded) for what the proxy's loop thread does after the test's last step."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, state()
-        time.sleep(0.01)
-
-
 @pytest.fixture
 def proxy(broker: EchoBroker) -> Iterator[FaultProxy]:
     with FaultProxy(broker.port, "unit") as p:
@@ -174,7 +167,7 @@ def test_blackhole_cuts_off_the_clients_of_the_prefix_only(proxy: FaultProxy) ->
             m31.sendall(request("m3.1", 1))
             assert_silent(m31)
             # identified once the proxy's loop has read that request (no answer says when)
-            until(lambda: proxy.stats().discarded["m3.1"] > 0, proxy.stats)
+            assert wait_until(lambda: proxy.stats().discarded["m3.1"] > 0, 10, 0.01), proxy.stats()
             stats = proxy.stats()
             assert stats.acted[("blackhole", "m3.")] == 2
             assert stats.discarded["m3.0"] > 0 and stats.discarded["m3.1"] > 0
@@ -269,7 +262,7 @@ def test_close_stops_its_thread_and_closes_every_connection(broker: EchoBroker) 
         slow.sendall(request("c", 1))  # a chunk still queued at close
         # a connection is named once the proxy's loop has read its first request, which b's and
         # c's clients do not wait for (no answer comes)
-        until(lambda: proxy.connections() == {"a": 1, "b": 1, "c": 1}, proxy.connections)
+        assert wait_until(lambda: proxy.connections() == {"a": 1, "b": 1, "c": 1}, 10, 0.01), proxy.connections()
         proxy.close()
         for sock in (plain, cut, slow):
             assert sock.recv(1) == b""
