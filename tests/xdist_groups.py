@@ -45,6 +45,7 @@ GROUPS: tuple[tuple[str, Callable[[pytest.Item], bool]], ...] = (
 # which go out before anything else): a worker that took one last would run on alone.
 LONG_FIRST = (
     "tests/chaos/test_chaos.py::",
+    "tests/chaos/test_kafka_chaos.py::test_a_mixed_group",
     "tests/eos/",
     "tests/sim/test_random_schedules.py::test_500_seeded_schedules_keep_every_invariant",
     "tests/integration/test_cooperative_groups.py::test_mixed_cooperative_group_on_tansu",

@@ -6,7 +6,11 @@ members can be ordered.  A member *owns* a partition from its ``assigned`` event
 the session timeout, or a stall in its own code past max_poll_interval_ms) is not live from
 the instant it froze: the group may move on without it then, and that is not double
 ownership; what it must do is let go of those partitions when it runs again, before it
-returns a single record of them.
+returns a single record of them.  A member cut off from its group coordinator longer than the
+session (tests/chaos/kafka_run.py) is the classic zombie: it still runs and reaches the partition
+leaders, and must stop returning records of its partitions within a session of the cut.  Every
+member returns records only of partitions it owns; a groupclient member closed leaves no thread
+and no socket behind.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from typing import Any
 
 from .harness import ChaosRun, Incarnation
 
+LONGEST_POLL_S = 1.0  # member.py: a kafka-python member's poll (groupclient's: 200 ms)
+SCHEDULING_SLACK_S = 1.5  # a process may wait this long for a core on the loaded machine
+
 
 @dataclass
 class Interval:
@@ -24,6 +31,8 @@ class Interval:
     partition: int
     start: float
     end: float
+    # what ended it: "revoked" or "lost" (the member's listener), "frozen", or "" (its death)
+    how: str = ""
 
 
 @dataclass
@@ -58,10 +67,10 @@ def ownership(member: Incarnation, run: ChaosRun) -> list[Interval]:
     open_at: dict[int, float] = {}
     intervals: list[Interval] = []
 
-    def close(p: int, t: float) -> None:
+    def close(p: int, t: float, how: str) -> None:
         start = open_at.pop(p)
         cut = min([t, *(a for a, b in windows if start <= a < t)])
-        intervals.append(Interval(member.name, p, start, cut))
+        intervals.append(Interval(member.name, p, start, cut, how if cut == t else "frozen"))
 
     for event in member.snapshot():
         if event["e"] == "assigned":
@@ -70,9 +79,9 @@ def ownership(member: Incarnation, run: ChaosRun) -> list[Interval]:
         elif event["e"] in ("revoked", "lost"):
             for p in event["p"]:
                 if p in open_at:
-                    close(p, event["t"])
+                    close(p, event["t"], event["e"])
     for p in list(open_at):
-        close(p, end_of_life)
+        close(p, end_of_life, "")
     return intervals
 
 
@@ -84,6 +93,9 @@ def check_run(run: ChaosRun) -> Verdict:
     _frozen_members_let_go(members, run, verdict)
     processed = _every_record_processed(members, run, verdict)
     _commits(members, processed, verdict)
+    _only_owned_partitions(members, verdict)
+    _cut_off_members_let_go(members, run, verdict)
+    _closed_cleanly(members, verdict)
     for member in members:
         for event in member.snapshot():
             if event["e"] == "error":
@@ -98,6 +110,7 @@ def check_run(run: ChaosRun) -> Verdict:
     convergence = [e.convergence_s for e in run.episodes if e.convergence_s is not None]
     verdict.figures.update({
         "seed": s.seed, "seconds": s.seconds, "strategy": s.strategy, "protocols": s.protocols,
+        "members": dict(Counter(f"{s.client_of(i)}/{s.protocol_of(i)}" for i in range(s.members))),
         "episodes": len(run.episodes),
         "faults": run.faults_by_kind(), "rebalances": run.generations[1] - run.generations[0],
         "max_convergence_s": round(max(convergence, default=0.0), 2),
@@ -109,8 +122,28 @@ def check_run(run: ChaosRun) -> Verdict:
 
 
 def _no_two_owners(members: list[Incarnation], run: ChaosRun, verdict: Verdict) -> None:
+    """No partition is owned by two members at once, by their listeners' account, with one
+    exception, counted as ``quiet_overlaps``: a member whose own lease ended (no heartbeat answered
+    within the session) lets its partitions go at that instant, which is the instant the
+    coordinator may expire it and give them to another, and its listener hears of the loss
+    (``lost``) at its next poll, after the commit or poll under way returns.  So the other may be
+    given a partition the first still holds by its listener's account, for as long as that call
+    takes: not double ownership as long as the first returns none of its records meanwhile.  How
+    late the listener may hear is checked where the lease's end is known (_cut_off_members_let_go,
+    _frozen_members_let_go)."""
+    quiet = 0
+    # as long as the call under way may take: a bounded commit and the longest poll (the Kafka run
+    # bounds its members' commits), and the scheduling slack of a loaded 2-core machine; where
+    # commits are not bounded (the embedded run) no overlap is excused
+    commit_ms = getattr(run.settings, "commit_timeout_ms", None)
+    quiet_bound_s = commit_ms / 1000 + LONGEST_POLL_S + SCHEDULING_SLACK_S if commit_ms else 0.0
+    returned: dict[tuple[str, int], list[float]] = defaultdict(list)  # when each poll handed records out
     by_partition: dict[int, list[Interval]] = defaultdict(list)
     for member in members:
+        for event in member.snapshot():
+            if event["e"] == "poll":
+                for r in event["r"]:
+                    returned[(member.name, r[0])].append(event["t"])
         for interval in ownership(member, run):
             by_partition[interval.partition].append(interval)
     for p, intervals in sorted(by_partition.items()):
@@ -118,10 +151,18 @@ def _no_two_owners(members: list[Incarnation], run: ChaosRun, verdict: Verdict) 
         latest: Interval | None = None
         for interval in intervals:
             if latest is not None and interval.start < latest.end and interval.member != latest.member:
-                verdict.fail(f"partition {p} owned by {latest.member} ({latest.start:.3f}..{latest.end:.3f}) "
-                             f"and {interval.member} ({interval.start:.3f}..{interval.end:.3f}) at once")
+                a, b = interval.start, min(latest.end, interval.end)
+                busy = [m for m in (latest.member, interval.member) if any(a <= t <= b for t in returned[(m, p)])]
+                if latest.how == "lost" and latest.member not in busy and b - a <= quiet_bound_s:
+                    quiet += 1
+                else:
+                    verdict.fail(f"partition {p} owned by {latest.member} ({latest.start:.3f}..{latest.end:.3f}, "
+                                 f"{latest.how or 'died'}) and {interval.member} "
+                                 f"({interval.start:.3f}..{interval.end:.3f}) at once; "
+                                 f"records returned meanwhile by {' and '.join(busy) or 'neither'}")
             if latest is None or interval.end > latest.end:
                 latest = interval
+    verdict.figures["quiet_overlaps"] = quiet
 
 
 def _frozen_members_let_go(members: list[Incarnation], run: ChaosRun, verdict: Verdict) -> None:
@@ -216,3 +257,101 @@ def _commits(members: list[Incarnation], processed: Counter[tuple[int, int]], ve
         if before and first < max(before):
             verdict.fail(f"{name} started partition {p} at {first}, behind the commit of {max(before)} "
                          f"acknowledged before it was assigned (at {at:.3f})")
+
+
+def _owned_before(events: list[dict[str, Any]], t: float) -> set[int]:
+    """What the member's own log says it owned at ``t``."""
+    owned: set[int] = set()
+    for event in events:
+        if event["t"] >= t:
+            break
+        if event["e"] == "assigned":
+            owned |= set(event["p"])
+        elif event["e"] in ("revoked", "lost"):
+            owned -= set(event["p"])
+    return owned
+
+
+def _only_owned_partitions(members: list[Incarnation], verdict: Verdict) -> None:
+    """Each poll returns records only of partitions the member owns: assigned to it and not
+    revoked or lost since.  Its listener runs inside poll(), before the records are returned, so
+    the order of its events decides, not their times."""
+    for member in members:
+        owned: set[int] = set()
+        for event in member.snapshot():
+            if event["e"] == "assigned":
+                owned |= set(event["p"])
+            elif event["e"] in ("revoked", "lost"):
+                owned -= set(event["p"])
+            elif event["e"] == "poll" and (stray := {r[0] for r in event["r"]} - owned):
+                client = getattr(member, "client", "groupclient")
+                verdict.fail(f"{member.name} ({client}) returned records of partitions {sorted(stray)} "
+                             f"it did not own (poll {event['t0']:.3f}..{event['t']:.3f})")
+                break  # one report per member
+
+
+def _cut_off_members_let_go(members: list[Incarnation], run: ChaosRun, verdict: Verdict) -> None:
+    """A member cut off from its coordinator longer than the session: the last heartbeat it had
+    answered was sent before the cut, so by a session after the cut its lease has ended (the
+    coordinator may expire it from then on and give its partitions away).  By the first poll begun
+    after that it has let go (lost, or revoked) of every partition it owned when cut off, unless
+    assigned it again (and so returns none of their records); and it lets each of them go, unless
+    it died first.  (member.py reports every poll, those that return nothing too.)"""
+    session_s = run.settings.session_ms / 1000
+    judged = 0
+    for member in members:
+        events = member.snapshot()
+        end_of_life = member.killed_at or member.ended_at or float("inf")
+        for cut, healed in getattr(member, "cut_off", ()):  # hand-written logs may have none
+            if healed - cut <= session_s:
+                continue
+            judged += 1
+            lease_end = cut + session_s
+            owned = _owned_before(events, cut)
+            held, let_go = set(owned), set()
+            for event in events:
+                if event["t"] < cut:
+                    continue
+                if event["e"] in ("assigned", "revoked", "lost"):
+                    held -= set(event["p"])
+                    if event["e"] != "assigned":
+                        let_go |= set(event["p"]) & owned
+                elif event["e"] == "poll" and event["t0"] >= lease_end and held:
+                    stale = {r[0] for r in event["r"]} & held
+                    told = [e["t"] for e in events if e["t"] >= event["t"] and e["e"] in ("lost", "revoked")
+                            and set(e["p"]) & held]
+                    verdict.fail(f"{member.name} ({member.client}, {member.protocol}), cut off from its coordinator at "
+                                 f"{cut:.3f}, polled at {event['t0']:.3f}, past its session ({lease_end:.3f}), still "
+                                 f"holding partitions {sorted(held)} by its listener's account"
+                                 + (f" and returned records of {sorted(stale)}" if stale
+                                    else " (none of their records)")
+                                 + (f"; told at {told[0]:.3f}" if told else ""))
+                    held = set()  # one report per cut
+            if owned - let_go and end_of_life > lease_end + 5:
+                verdict.fail(f"{member.name} ({member.client}, {member.protocol}) never let go of partitions "
+                             f"{sorted(owned - let_go)} after being cut off from its coordinator "
+                             f"{cut:.3f}..{healed:.3f}")
+    verdict.figures["cut_offs_judged"] = judged
+
+
+def _closed_cleanly(members: list[Incarnation], verdict: Verdict) -> None:
+    """A groupclient member asked to close (SIGTERM) returns from close() and leaves no thread
+    and no socket behind (member.py's ``closed`` event).  kafka-python members report the same
+    and are not judged on it."""
+    leaks = 0
+    for member in members:
+        if getattr(member, "client", "groupclient") != "groupclient" or not getattr(member, "terminated", False):
+            continue
+        events = member.snapshot()
+        closed = [e for e in events if e["e"] == "closed"]
+        if not closed:
+            if not any(e["e"] == "error" for e in events):
+                verdict.fail(f"{member.name} was asked to close and never reported close() done "
+                             f"(see {member.stderr_path})")
+            continue
+        threads, sockets = closed[-1].get("threads", []), closed[-1].get("sockets", [])
+        if threads or sockets:
+            leaks += 1
+            verdict.fail(f"{member.name} ({member.protocol}) left behind after close(): threads {threads}, "
+                         f"sockets {sockets}")
+    verdict.figures["close_leaks"] = leaks

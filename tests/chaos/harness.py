@@ -19,9 +19,10 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from groupclient.coordinator import EmbeddedCluster
 from groupclient.coordinator.faults import FaultKind, FaultRule
@@ -60,6 +61,18 @@ FAULT_WEIGHTS = {"kill_member": 3, "pause_member": 2, "stall_member": 2, "restar
                  "drop_connection": 2, "delay_request": 2, "fail_request": 2}
 
 
+def every_step(*steps: Callable[[], object]) -> None:
+    """Runs each step, whichever raised before it; then raises the first error, if any."""
+    first: BaseException | None = None
+    for step in steps:
+        try:
+            step()
+        except BaseException as exc:  # noqa: BLE001 - raised below, once the rest has run
+            first = first or exc
+    if first is not None:
+        raise first
+
+
 @dataclass(frozen=True)
 class ChaosSettings:
     seed: int
@@ -71,10 +84,19 @@ class ChaosSettings:
     max_poll_interval_ms: int = 6000
     strategy: str = "range"
     produce_every_s: float = 0.1  # a record to every partition this often
+    # episodes go on past ``seconds`` until this many are done (for at most ``seconds`` more):
+    # one broker's kill and restart can take a minute
+    min_episodes: int = 2
     kinds: tuple[str, ...] = tuple(sorted(FAULT_WEIGHTS))  # the faults drawn from
     # what the members speak: classic, consumer (KIP-848) or mixed (both in one group; which
     # slot speaks which is drawn from the seed, on a stream of its own)
     protocols: str = "classic"
+    topic: str = TOPIC
+    group: str = GROUP
+
+    def client_of(self, slot: int) -> str:
+        """The client the member in ``slot`` runs (kafka_run.py mixes in kafka-python members)."""
+        return "groupclient"
 
     def protocol_of(self, slot: int) -> str:
         """The group protocol of the member in ``slot`` (each of its incarnations).  A mixed group
@@ -106,11 +128,10 @@ class Incarnation:
     def __init__(self, slot: int, number: int, settings: ChaosSettings, bootstrap: str, log_dir: Path) -> None:
         self.name = f"m{slot}.{number}"
         self.slot = slot
+        self.client = settings.client_of(slot)
+        self.protocol = settings.protocol_of(slot)
         self.stderr_path = log_dir / f"{self.name}.stderr"
-        cmd = [sys.executable, str(MEMBER_SCRIPT), "--bootstrap", bootstrap, "--group", GROUP, "--topic", TOPIC,
-               "--strategy", settings.strategy, "--client-id", self.name, "--session-ms", str(settings.session_ms),
-               "--max-poll-interval-ms", str(settings.max_poll_interval_ms),
-               "--stall-ms", str(settings.max_poll_interval_ms + 1000), "--protocol", settings.protocol_of(slot)]
+        cmd = [sys.executable, str(MEMBER_SCRIPT), *self.arguments(settings, bootstrap)]
         self._stderr = open(self.stderr_path, "w")
         self.started_at = time.monotonic()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=MEMBER_ENV)
@@ -118,9 +139,23 @@ class Incarnation:
         self.killed_at: float | None = None
         self.ended_at: float | None = None
         self.paused: list[tuple[float, float]] = []  # SIGSTOP .. SIGCONT
+        self.cut_off: list[tuple[float, float]] = []  # cut off from its group coordinator (kafka_run.py)
+        self.terminated = False  # sent SIGTERM: close() was asked of it
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, name=f"read-{self.name}", daemon=True)
         self._reader.start()
+
+    @property
+    def client_id(self) -> str:
+        return self.name
+
+    def arguments(self, settings: ChaosSettings, bootstrap: str) -> list[str]:
+        """member.py's command line."""
+        return ["--bootstrap", bootstrap, "--group", settings.group, "--topic", settings.topic,
+                "--strategy", settings.strategy, "--client-id", self.client_id,
+                "--session-ms", str(settings.session_ms),
+                "--max-poll-interval-ms", str(settings.max_poll_interval_ms),
+                "--stall-ms", str(settings.max_poll_interval_ms + 1000), "--protocol", self.protocol]
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -162,8 +197,10 @@ class Incarnation:
             self.proc.kill()
         self.proc.wait(10)
 
-    def close(self, timeout_s: float = 20.0) -> None:
+    def close(self, timeout_s: float = 35.0) -> None:
+        """SIGTERM: the member closes its consumer (whose close() takes up to 30 s), then SIGKILL."""
         if self.running():
+            self.terminated = True
             self.proc.send_signal(signal.SIGCONT)
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -189,6 +226,16 @@ class Episode:
 
 @dataclass
 class ChaosRun:
+    """The run on the embedded cluster.  A run on another cluster (kafka_run.py) replaces the
+    hooks below "the cluster" and ``_group``, ``_committed``, ``_produce``, and draws its own
+    faults: the ``_<kind>`` methods, weighted by ``weights``."""
+
+    # how often each fault kind is drawn; the faults that may come with a member's kill; the
+    # clients whose own fencing is under test (a freeze, a stall, a cut-off goes to them only)
+    weights: ClassVar[dict[str, int]] = FAULT_WEIGHTS
+    combinable: ClassVar[tuple[str, ...]] = ("drop_connection", "delay_request", "fail_request")
+    fencing_tested: ClassVar[tuple[str, ...]] = ("groupclient",)
+    converge_interval_s: ClassVar[float] = 0.05  # how often convergence is looked for
     settings: ChaosSettings
     log_dir: Path
     rng: random.Random = field(init=False)
@@ -208,6 +255,33 @@ class ChaosRun:
     def run(self) -> None:
         s = self.settings
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        producer = threading.Thread(target=self._produce, name="chaos-producer", daemon=True)
+        try:
+            self._start_cluster()
+            self._create_topic()
+            producer.start()
+            self.slots = [self._incarnation(i, 0) for i in range(s.members)]
+            if not self._wait_converged(60):
+                raise AssertionError(f"seed {s.seed}: the group never formed: {self._state()}")
+            self.generations = (self._generation(), 0)
+            deadline = time.monotonic() + s.seconds
+            while time.monotonic() < deadline or (len(self.episodes) < s.min_episodes
+                                                  and time.monotonic() < deadline + s.seconds):
+                self._episode()
+                time.sleep(self.rng.uniform(0.2, 1.5))  # real time: the members run in real time
+            self._finish(producer)
+        finally:
+            self._stop_producing.set()
+            # every step, whichever fails: a run that failed mid-episode (or whose faults would
+            # not clear) still closes its members, its producer and what it opened on the cluster
+            every_step(self._clear_faults,
+                       *[member.close for member in [*self.slots, *self.gone]],
+                       lambda: producer.join(60) if producer.is_alive() else None,
+                       self._stop_cluster)
+
+    # -- the cluster: what a run on another cluster replaces -----------------------------
+    def _start_cluster(self) -> None:
+        s = self.settings
         heartbeat_ms = max(s.session_ms // 6, 100)  # as the classic members'
         self.cluster = EmbeddedCluster(nodes=s.nodes, group_initial_rebalance_delay_ms=0,
                                        group_min_session_timeout_ms=1000,
@@ -217,32 +291,34 @@ class ChaosRun:
                                        group_consumer_heartbeat_interval_ms=heartbeat_ms,
                                        group_consumer_min_heartbeat_interval_ms=heartbeat_ms)
         self.cluster.start()
-        producer = threading.Thread(target=self._produce, name="chaos-producer", daemon=True)
-        try:
-            self.cluster.create_topic(TOPIC, s.partitions)
-            producer.start()
-            self.slots = [Incarnation(i, 0, s, self.cluster.bootstrap_servers, self.log_dir) for i in range(s.members)]
-            if not self._wait_converged(60):
-                raise AssertionError(f"seed {s.seed}: the group never formed: {self._state()}")
-            self.generations = (self._generation(), 0)
-            deadline = time.monotonic() + s.seconds
-            while time.monotonic() < deadline:
-                self._episode()
-                time.sleep(self.rng.uniform(0.2, 1.5))  # real time: the members run in real time
-            self._finish(producer)
-        finally:
-            self._stop_producing.set()
-            for member in [*self.slots, *self.gone]:
-                member.close()
+
+    def _stop_cluster(self) -> None:
+        if hasattr(self, "cluster"):  # started
             self.cluster.stop()
 
+    def _bootstrap(self) -> str:
+        return self.cluster.bootstrap_servers
+
+    def _create_topic(self) -> None:
+        self.cluster.create_topic(self.settings.topic, self.settings.partitions)
+
+    def _clear_faults(self) -> None:
+        if hasattr(self, "cluster"):
+            self.cluster.clear_faults()
+
+    def _end_offsets(self) -> dict[int, int]:
+        return self.cluster.end_offsets(self.settings.topic)
+
+    def _incarnation(self, slot: int, number: int) -> Incarnation:
+        return Incarnation(slot, number, self.settings, self._bootstrap(), self.log_dir)
+
     def _finish(self, producer: threading.Thread) -> None:
-        self.cluster.clear_faults()
+        self._clear_faults()
         self._stop_producing.set()
         producer.join(10)
         self.generations = (self.generations[0], self._generation())
-        end = self.cluster_end_offsets = self.cluster.end_offsets(TOPIC)
-        if not self.cluster.wait_until(lambda: self._committed() == end, 90, interval_s=0.2):
+        end = self.cluster_end_offsets = self._end_offsets()
+        if not wait_until(lambda: self._committed() == end, 90, interval_s=0.2):
             raise AssertionError(f"seed {self.settings.seed}: commits never reached the end offsets: "
                                  f"committed {self._committed()}, end {end}")
 
@@ -250,7 +326,7 @@ class ChaosRun:
     def _episode(self) -> None:
         self._stop_on_member_error()
         kinds = [self._draw()]
-        if kinds[0] in ("drop_connection", "delay_request", "fail_request") and self.rng.random() < 0.5 \
+        if kinds[0] in self.combinable and self.rng.random() < 0.5 \
                 and "kill_member" in self.settings.kinds:
             kinds.append("kill_member")  # a rebalance, so that group requests are under way
         episode = Episode(kinds, [], time.monotonic())
@@ -268,10 +344,12 @@ class ChaosRun:
 
     def _draw(self) -> str:
         kinds = list(self.settings.kinds)
-        return self.rng.choices(kinds, weights=[FAULT_WEIGHTS[k] for k in kinds])[0]
+        return self.rng.choices(kinds, weights=[self.weights[k] for k in kinds])[0]
 
-    def _member(self) -> Incarnation:
-        return self.slots[self.rng.randrange(len(self.slots))]
+    def _member(self, own_fencing: bool = False) -> Incarnation:
+        """A member drawn from the seed (for a fault that tests its own fencing: of those tested)."""
+        eligible = [m for m in self.slots if not own_fencing or m.client in self.fencing_tested]
+        return eligible[self.rng.randrange(len(eligible))]
 
     def _kill_member(self, episode: Episode) -> Any:
         victim, wait = self._member(), self.rng.uniform(0.0, 1.0)
@@ -281,12 +359,11 @@ class ChaosRun:
         def heal() -> None:
             time.sleep(wait)
             self.gone.append(victim)
-            self.slots[victim.slot] = Incarnation(victim.slot, len(self.gone), self.settings,
-                                                  self.cluster.bootstrap_servers, self.log_dir)
+            self.slots[victim.slot] = self._incarnation(victim.slot, len(self.gone))
         return heal
 
     def _pause_member(self, episode: Episode) -> Any:
-        victim = self._member()
+        victim = self._member(own_fencing=True)
         hold = self.settings.session_ms / 1000 + self.rng.uniform(0.5, 2.0)
         episode.detail.append(f"SIGSTOP {victim.name} for {hold:.2f} s")
         stopped = time.monotonic()
@@ -301,7 +378,7 @@ class ChaosRun:
         return heal
 
     def _stall_member(self, episode: Episode) -> Any:
-        victim = self._member()
+        victim = self._member(own_fencing=True)
         episode.detail.append(f"{victim.name} stalls past max_poll_interval_ms")
         seen = len(victim.snapshot())
         victim.proc.send_signal(signal.SIGUSR1)
@@ -369,14 +446,14 @@ class ChaosRun:
     def _wait_converged(self, timeout_s: float) -> bool:
         """Until the coordinator has a stable generation of exactly the running members, and
         their own logs say every partition has exactly one owner."""
-        return wait_until(self._converged, timeout_s, interval_s=0.05)
+        return wait_until(self._converged, timeout_s, interval_s=self.converge_interval_s)
 
     def _group(self) -> dict[str, Any] | None:
         """The coordinator's view of the group, classic or consumer-protocol: state, generation
         (a consumer group's epoch) and members."""
-        group = self.cluster.describe_group(GROUP)
+        group = self.cluster.describe_group(self.settings.group)
         if group is None and self.settings.consumer_members:
-            group = self.cluster.describe_consumer_group(GROUP)
+            group = self.cluster.describe_consumer_group(self.settings.group)
             if group is not None:
                 group["generation"] = group["epoch"]
         return group
@@ -402,13 +479,14 @@ class ChaosRun:
         return int(group["generation"]) if group else 0
 
     def _committed(self) -> dict[int, int]:
-        return {tp[1]: offset for tp, offset in self.cluster.committed_offsets(GROUP).items() if tp[0] == TOPIC}
+        s = self.settings
+        return {tp[1]: offset for tp, offset in self.cluster.committed_offsets(s.group).items() if tp[0] == s.topic}
 
     def _produce(self) -> None:
         seq = 0
         while not self._stop_producing.wait(self.settings.produce_every_s):
             for p in range(self.settings.partitions):
-                self.cluster.produce(TOPIC, [f"{p}:{seq}".encode()], partition=p)
+                self.cluster.produce(self.settings.topic, [f"{p}:{seq}".encode()], partition=p)
                 self.produced += 1
             seq += 1
 

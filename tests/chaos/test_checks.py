@@ -18,8 +18,14 @@ class FakeProc:
 
 @dataclass
 class FakeMember:
+    """An incarnation as checks.py reads it (test_kafka_chaos.py's checks too)."""
+
     name: str
     events: list[dict[str, Any]]
+    client: str = "groupclient"
+    protocol: str = "consumer"
+    cut_off: list[tuple[float, float]] = field(default_factory=list)
+    terminated: bool = False
     paused: list[tuple[float, float]] = field(default_factory=list)
     killed_at: float | None = None
     ended_at: float | None = 100.0

@@ -277,6 +277,8 @@ class Synopsis:
         words = line.split()
         while words[0] in ("nice", "-n") or words[0].isdigit():
             words.pop(0)
+        if words[0] == "flock":  # flock LOCKFILE command...: the command's options
+            words = words[2:]
         prefix = []
         for word in words:
             if word.startswith(("-", "[")) and word != "-m" and not (prefix and prefix[-1] == "-m"):

@@ -98,6 +98,10 @@ RUNS: dict[str, Runner] = {
     "docs/consumer.md: from groupclient import GroupConsumer": Mirrored(
         ("tests/integration/test_kafka_consumer_protocol.py::test_the_docs_example_runs_on_kafka",),
         "the consumer protocol needs Kafka 4.1: run there"),
+    # docs/exactly-once.md
+    "docs/exactly-once.md: from kafka import KafkaProducer": Mirrored(
+        ("tests/eos/test_exactly_once.py::test_every_input_is_written_exactly_once_through_worker_and_broker_kills",),
+        "needs a transaction coordinator (Apache Kafka): tests/eos/worker.py is this loop"),
     # docs/coordinator.md
     "docs/coordinator.md: from groupclient.coordinator import EmbeddedCluster": Python(contexts.nothing),
     "docs/coordinator.md: groupclient coordinator --port 9092 --nodes 1 --data-dir DIR "
@@ -164,6 +168,8 @@ RUNS: dict[str, Runner] = {
     "--span-ms 60000": Command((("--count 5000", "--count 3"),)),
     "docs/testing.md: python -m tests.chaos --seconds 600 [--seed N] [--faults kill_member,pause_member,...] "
     "[--logs DIR]": Synopsis(),
+    "docs/testing.md: flock /tmp/groupclient-kafka-cluster.lock python -m tests.chaos --kafka --seconds 3600 "
+    "[--seed N]": Synopsis(),
     "docs/testing.md: FUZZ_SCALE=20 python -m pytest tests/fuzz": Mirrored(
         ("tests/fuzz/test_budget.py::test_fuzz_scale_runs_n_times_as_many_fresh_examples",),
         "the full run takes 20 times the fuzz budget"),
