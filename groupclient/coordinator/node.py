@@ -58,7 +58,8 @@ class BrokerNode:
         self.telemetry = telemetry
         self.coordinator = GroupCoordinator(core.config, core.group_store, node_id, core.new_member_id,
                                             core.new_consumer_member_id,
-                                            telemetry.rebalanced if telemetry is not None else None)
+                                            telemetry.rebalanced if telemetry is not None else None,
+                                            core.topics.ids_and_counts)
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[Any]] = set()
         self._timer: TimerHandle | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from groupclient.clock import FakeClock
 from groupclient.coordinator.config import CoordinatorConfig
 from groupclient.coordinator.consumer_group.group import ConsumerGroup
 from groupclient.coordinator.consumer_group.records import ConsumerGroupRecords
+from groupclient.coordinator.consumer_group.subscriptions import Topics
 from groupclient.coordinator.group.coordinator import GroupCoordinator, JoinRequest, SyncRequest
 from groupclient.coordinator.group_base.classic_api import JoinResult, SyncResult
 from groupclient.coordinator.storage.group_store import GroupStore
@@ -54,13 +56,15 @@ class Pending:
 
 
 class Harness:
-    def __init__(self, store: GroupStore[ConsumerGroup] | None = None, **config: int) -> None:
+    def __init__(self, store: GroupStore[ConsumerGroup] | None = None,
+                 cluster_topics: Callable[[], Topics] | None = None, **config: int) -> None:
         config.setdefault("group_initial_rebalance_delay_ms", 0)
         self.config = CoordinatorConfig(**config)  # type: ignore[arg-type]
         self.clock = FakeClock()
         self.store = store or group_store()
         ids = itertools.count(1)
-        self.coordinator = GroupCoordinator(self.config, self.store, 0, lambda c: f"{c}-{next(ids)}")
+        self.coordinator = GroupCoordinator(self.config, self.store, 0, lambda c: f"{c}-{next(ids)}",
+                                            cluster_topics=cluster_topics)
         for p in range(self.config.offsets_topic_partitions):
             self.coordinator.load_partition(p, self.now)
 

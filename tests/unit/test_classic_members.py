@@ -31,8 +31,8 @@ def hb(member: str, epoch: int, owned: list[int] | None, join: bool = False) -> 
 
 
 class Node:
-    def __init__(self) -> None:
-        self.h = Harness()
+    def __init__(self, harness: Harness | None = None) -> None:
+        self.h = harness or Harness(cluster_topics=lambda: TOPICS)
         self.c = self.h.coordinator
 
     def beat(self, *args: Any, **kwargs: Any) -> Any:
@@ -95,6 +95,37 @@ def test_leave_group_removes_members_of_either_protocol() -> None:
     assert node.c.consumer.get("g") is None and node.h.state() == "PreparingRebalance"
     # a Stable group at the epoch before the removal, rebalancing: its generation is the member's
     assert node.h.heartbeat(joined.member_id, 2) == "REBALANCE_IN_PROGRESS"
+
+
+def test_a_group_turned_classic_on_a_node_that_has_seen_no_request_keeps_its_members_assignments() -> None:
+    """The group moves to another node, where no request has come yet, and its last
+    consumer-protocol member's session ends there: the classic group it turns into keeps what
+    the classic member owns (it was stored with no partitions, so a consumer-protocol member
+    that joined next was given them while the classic member still consumed them)."""
+    node = Node()
+    node.beat("A", 0, [], join=True)
+    node.beat("A", 1, [0, 1, 2, 3, 4, 5])
+    joined = node.classic_member()
+    node.sync(joined)
+    kept = sorted(node.beat("A", 1, [0, 1, 2, 3, 4, 5]).assignment[ORDERS])
+    node.beat("A", 1, kept)
+    again = node.classic_join(joined.member_id)
+    error, owned = node.sync(again)
+    assert error is E.NONE and owned == sorted(set(range(6)) - set(kept))
+    partition = node.c.partition_for("g")
+    node.c.unload_partition(partition)
+    moved = Node(Harness(store=node.h.store, cluster_topics=lambda: TOPICS))
+    moved.h.clock.advance(node.h.now - moved.h.now)
+    moved.c.load_partition(partition, moved.h.now)
+    for _ in range(60):  # A says nothing until its session ends; B heartbeats
+        moved.h.advance(1_000)
+        if moved.c.consumer.get("g") is None:
+            break
+        moved.h.heartbeat(again.member_id, again.generation_id)
+    assert moved.c.consumer.get("g") is None, "A's session did not end"
+    assert moved.h.state() == "PreparingRebalance"
+    stored = decode_assignment(moved.c.groups["g"].members[again.member_id].assignment).partitions
+    assert sorted(tp.partition for tp in stored) == owned
 
 
 def test_a_consumer_protocol_join_upgrades_a_live_classic_group() -> None:

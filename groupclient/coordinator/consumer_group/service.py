@@ -75,11 +75,13 @@ class ConsumerGroups:
 
     def __init__(self, config: CoordinatorConfig, store: GroupRecords, timers: TimerQueue,
                  owns: Callable[[str], bool], classic: ClassicSide, new_member_id: Callable[[], str],
-                 on_rebalance: RebalanceHook | None = None) -> None:
+                 on_rebalance: RebalanceHook | None = None,
+                 cluster_topics: Callable[[], Topics] | None = None) -> None:
         """``store``: where the cluster's consumer groups (every node's) are kept; ``owns(group_id)``:
         whether this node coordinates the id; ``classic``: this node's classic groups;
         ``new_member_id()`` names a member the coordinator names (a UUID, as Kafka's);
-        ``on_rebalance`` is told of each new group epoch."""
+        ``on_rebalance`` is told of each new group epoch; ``cluster_topics()``, the cluster's
+        topics now (None: as the last request saw them)."""
         self.config = config
         self.settings = GroupSettings.of(config)
         self._store = store
@@ -90,6 +92,7 @@ class ConsumerGroups:
         self._new_member_id = new_member_id
         self._on_rebalance = on_rebalance
         self._topics: Topics = {}  # the cluster's topics as the last request saw them
+        self._cluster_topics = cluster_topics
         self._names_of: tuple[Topics, dict[uuid.UUID, str]] | None = None
 
     # -- lookups ---------------------------------------------------------------------------------
@@ -237,9 +240,14 @@ class ConsumerGroups:
         return results
 
     def _name_of(self, topic_id: uuid.UUID) -> str | None:
-        """A topic id's name, as the last request saw the topics."""
-        if self._names_of is None or self._names_of[0] is not self._topics:
-            self._names_of = (self._topics, {tid: name for name, (tid, _) in self._topics.items()})
+        """A topic id's name in the cluster now.  Not as the last request saw the topics: a
+        group can change without a request (a member's session ends on a timer), and on a node
+        that has just become the coordinator no request has been seen, so a downgrade there
+        wrote every member's assignment empty, and the classic members then owned nothing as far
+        as the coordinator knew (the simulator's seed 241: two members owned a partition at once)."""
+        topics = self._cluster_topics() if self._cluster_topics is not None else self._topics
+        if self._names_of is None or self._names_of[0] is not topics:
+            self._names_of = (topics, {tid: name for name, (tid, _) in topics.items()})
         return self._names_of[1].get(topic_id)
 
     def _maybe_downgrade(self, group: ConsumerGroup, now: int, epoch: int) -> None:

@@ -54,10 +54,12 @@ class GroupCoordinator:
         new_member_id: Callable[[str], str],
         new_consumer_member_id: Callable[[], str] | None = None,
         on_rebalance: RebalanceHook | None = None,
+        cluster_topics: Callable[[], Topics] | None = None,
     ) -> None:
         """``new_member_id(client_id)`` names a classic member, ``new_consumer_member_id()`` a
         consumer-protocol member that joins without an id (v0; a random UUID, as Kafka's);
-        ``on_rebalance`` is told of each new generation and group epoch (the metrics')."""
+        ``on_rebalance`` is told of each new generation and group epoch (the metrics');
+        ``cluster_topics()``, the cluster's topics now (names to ids and partition counts)."""
         self.config = config
         self.store = store
         self.node_id = node_id
@@ -67,7 +69,8 @@ class GroupCoordinator:
         self.groups: dict[str, Group] = self.classic.groups  # the classic groups, by id
         # the consumer-protocol groups: same ids namespace, same timers, same partitions
         self.consumer = ConsumerGroups(config, store, self.timers, self.is_coordinator_for, self,
-                                       new_consumer_member_id or (lambda: new_member_id("")[1:]), on_rebalance)
+                                       new_consumer_member_id or (lambda: new_member_id("")[1:]), on_rebalance,
+                                       cluster_topics)
 
     # -- placement -----------------------------------------------------------------------
     def partition_for(self, group_id: str) -> int:
