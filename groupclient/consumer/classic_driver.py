@@ -31,7 +31,7 @@ class ClassicDriver(DriverBase):
         assignors = resolve_assignors(cfg["partition_assignment_strategy"])
         protocol = common_protocol(assignors)
         member = GroupMember(
-            parts.client, parts.clock, group, CoordinatorLookup(parts.client, group.group_id, group.retry_backoff_ms),
+            parts.client, parts.clock, group, CoordinatorLookup(parts.client, group.group_id, group.retry_backoff_ms, parts.rng),
             AssignedPartitions(parts.subscription, parts.drop_fetched, group.group_id),
             keeps_partitions_while_rejoining=protocol is RebalanceProtocol.COOPERATIVE)
         committer = OffsetCommitter(member, parts.subscription, cfg["enable_auto_commit"],
@@ -64,6 +64,10 @@ class ClassicDriver(DriverBase):
     def _subscribed_step(self, timer: Timer, now: int, applications_poll: bool) -> bool:
         """Pattern matches, the coordinator, the join and heartbeats."""
         member, join, hooks, committer = self.member, self.join, self.hooks, self.committer
+        # what the heartbeat thread gave up (the lease ran out) is told first, whatever follows:
+        # the join below may spend the whole poll waiting for a coordinator that is known but
+        # unreachable, and the application may need to stop work on those partitions now
+        hooks.tell_losses()
         metadata = self.client.metadata.snapshot
         if self.subscription.pattern is not None and metadata.version:
             if self.subscription.match_pattern(metadata.topics()):
@@ -75,10 +79,7 @@ class ClassicDriver(DriverBase):
             member.request_rejoin("partition metadata changed since the last assignment")
         if member.coordinator_unknown() and not member.ensure_coordinator_ready(timer):
             # Java's ConsumerCoordinator.poll looks the coordinator up on every poll; meanwhile a
-            # stable member goes on fetching what it owns (its lease, checked above, says until when)
-            # and the listener hears now of what the heartbeat thread gave up, not only at the join,
-            # which waits for a coordinator (the application may need to stop work on them)
-            hooks.tell_losses()
+            # stable member goes on fetching what it owns (its lease says until when)
             return member.is_stable() and not join.needed_or_pending()
         self.start_heartbeat_thread()
         if join.needed_or_pending():

@@ -114,7 +114,9 @@ class ConsumerSettings(TypedDict, Generic[K, V], total=False):
         "smaller of this and 30 s. Java's default.api.timeout.ms. timeout_ms=float('inf') waits "
         "until the call finishes.", CONNECTION, "positive", origin="groupclient")]
     retry_backoff_ms: Annotated[int, Setting(
-        100, "Wait before sending a failed request again.", CONNECTION, "non_negative")]
+        100, "Wait before sending a failed request again; looking the group coordinator up, it "
+        "doubles (with 20% jitter) up to 1 s while lookups fail or find a coordinator that cannot "
+        "be reached.", CONNECTION, "non_negative")]
     reconnect_backoff_ms: Annotated[int, Setting(
         50, "First wait before connecting again to a broker; it doubles (with 20% jitter) with "
         "each failed attempt.", CONNECTION, "non_negative")]

@@ -11,6 +11,7 @@ holds for up to the rebalance timeout.
 from __future__ import annotations
 
 import logging
+import random
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,7 @@ from ..attempts import reason
 from ..clock import Timer
 from ..error_codes import ErrorCode
 from ..errors import DisconnectedError, NodeNotReadyError, ProtocolError, RequestTimedOutError, RetriableError
+from ..network.backoff import ExponentialBackoff
 from ..network.future import RequestFuture
 from ..network.transport import Transport
 from ..protocol.apis import ApiKey
@@ -28,6 +30,10 @@ from ..protocol.error_table import error_for
 from .types import COORDINATOR_ID_BASE, HEARTBEAT_ID_BASE
 
 log = logging.getLogger("groupclient.member")
+
+# the longest wait between two lookups that failed or found a coordinator that cannot be reached
+# (Java's retry.backoff.max.ms default, which groupclient does not make a setting of its own)
+RETRY_BACKOFF_MAX_MS = 1000
 
 
 def heartbeat_connection(coordinator_connection: int) -> int:
@@ -38,13 +44,20 @@ def heartbeat_connection(coordinator_connection: int) -> int:
 class CoordinatorLookup:
     """The coordinator of one group, as this member knows it (``connection`` is None while unknown)."""
 
-    def __init__(self, client: Transport, group_id: str, retry_backoff_ms: int) -> None:
+    def __init__(self, client: Transport, group_id: str, retry_backoff_ms: int, rng: random.Random) -> None:
         self.client = client
         self.group_id = group_id
-        self.retry_backoff_ms = retry_backoff_ms
+        self._backoff = ExponentialBackoff(retry_backoff_ms, max(retry_backoff_ms, RETRY_BACKOFF_MAX_MS))
+        self._rng = rng  # the consumer's (seeded in the simulator): the jitter of the waits only
         self._lock = threading.Lock()
         self._connection: int | None = None
         self._find_future: RequestFuture[int] | None = None
+        # lookups that failed, or found a coordinator whose connection then failed, since one was
+        # last connected; no lookup before ``_retry_at`` (Java's ensureCoordinatorReady sleeps
+        # the same backoff: without it a member cut off from its coordinator's broker alone,
+        # whom the others keep naming, asked for it every few milliseconds)
+        self._failures = 0
+        self._retry_at = 0
         # why the coordinator was last lost or not found: what a call that ran out of time
         # while waiting for it says (``problem``)
         self._problem: str | None = None
@@ -73,18 +86,33 @@ class CoordinatorLookup:
             return True
         if self.client.connection_failed(coordinator):
             # only that one: the other thread may have found the next coordinator meanwhile
-            self.mark_dead("the connection to the coordinator failed", coordinator)
+            if self.mark_dead("the connection to the coordinator failed", coordinator):
+                self._back_off()
             return self.connection is None
         return False
 
-    def mark_dead(self, reason: str, connection: int | None = None) -> None:
+    def _back_off(self) -> None:
+        """One more failure in a row: the next lookup waits the backoff that follows it."""
+        now = self.client.clock.monotonic_ms()
+        with self._lock:
+            wait = self._backoff.backoff_ms(self._failures, self._rng)
+            self._failures += 1
+            self._retry_at = now + wait
+
+    def lookup_wait_ms(self) -> int:
+        """How long until the next lookup may go out (0: now)."""
+        now = self.client.clock.monotonic_ms()
+        with self._lock:
+            return max(0, self._retry_at - now)
+
+    def mark_dead(self, reason: str, connection: int | None = None) -> bool:
         """Forget the coordinator and close its connections; the next request looks it up again.
         With ``connection``, only if that is still the coordinator's (a failure seen on an old
-        coordinator's connection must not forget a newer one)."""
+        coordinator's connection must not forget a newer one).  True if this call forgot it."""
         with self._lock:
             coordinator = self._connection
             if connection is not None and coordinator != connection:
-                return
+                return False
             self._connection = None
             self._problem = reason
         if coordinator is not None:
@@ -92,6 +120,7 @@ class CoordinatorLookup:
                      COORDINATOR_ID_BASE - coordinator, reason)
             self.client.disconnect(coordinator)
             self.client.disconnect(heartbeat_connection(coordinator))
+        return coordinator is not None
 
     def ensure_ready(self, timer: Timer) -> bool:
         """Find the coordinator and connect to it, within the timer; False if it ran out.  A
@@ -106,6 +135,8 @@ class CoordinatorLookup:
             if coordinator is None:
                 continue
             if self.client.ready(coordinator):
+                with self._lock:
+                    self._failures = 0
                 return True
             if timer.expired():
                 return False
@@ -114,6 +145,12 @@ class CoordinatorLookup:
 
     def _find(self, timer: Timer) -> bool:
         while self.unknown():
+            wait = self.lookup_wait_ms()
+            if wait > 0:
+                self.client.sleep(wait, timer)
+                if timer.expired():
+                    return not self.unknown()
+                continue
             future = self.lookup()
             self.client.poll_until(future, timer)
             if not future.is_done():
@@ -125,7 +162,11 @@ class CoordinatorLookup:
                     raise exc
                 self._note_problem(f"FindCoordinator: {reason(exc)}")
                 self.client.metadata.request_update()
-                self.client.sleep(self.retry_backoff_ms, timer)
+                if isinstance(exc, NodeNotReadyError):
+                    # not sent: no broker is connected yet, the wait is for a connection
+                    self.client.sleep(self._backoff.initial_ms, timer)
+                else:
+                    self._back_off()
             if timer.expired():
                 return not self.unknown()
         return True

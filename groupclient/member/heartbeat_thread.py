@@ -78,7 +78,12 @@ class HeartbeatThread:
         if m.coordinator_unknown():
             # Java's heartbeat thread looks the coordinator up itself: a member whose application
             # is busy must not lose its place because nobody asked where the coordinator went
-            m.coordinator.lookup()
+            # (after the backoff of the lookups that failed)
+            backoff = m.coordinator.lookup_wait_ms()
+            if backoff:
+                wait = max(wait, backoff)
+            else:
+                m.coordinator.lookup()
         elif m.send_heartbeat_if_due(now) is not None:
             wait = m.config.heartbeat_interval_ms
         # poll so that answers are read even while the application is busy

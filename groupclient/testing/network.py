@@ -71,6 +71,9 @@ class SimIO:
         self.owner = owner
         self.dead = False
         self.streams: list[SimStream] = []
+        # nodes this member cannot reach (a partial partition): connecting is refused, while
+        # the other members and the other nodes talk as before
+        self.unreachable: set[int] = set()
 
     def open_stream(self, host: str, port: int) -> Stream:
         if self.dead:
@@ -93,6 +96,13 @@ class SimIO:
     def kill(self) -> None:
         self.dead = True
         self.cut()
+
+    def cut_off(self, node_id: int) -> None:
+        """Reset this member's connections to ``node_id`` and refuse its new ones."""
+        self.unreachable.add(node_id)
+        for stream in list(self.streams):
+            if stream.server is not None and stream.server.node.node_id == node_id:
+                stream.reset(f"the simulator cut this member off from node {node_id}")
 
 
 class SimStream:
@@ -172,7 +182,7 @@ class SimStream:
         if self.closed:
             return
         self.connecting = False
-        if node is None or not node.live or self.io.dead:
+        if node is None or not node.live or self.io.dead or node.node_id in self.io.unreachable:
             self.error = errno.ECONNREFUSED
             return
         self.server = ServerConnection(self.io.network, node, self)

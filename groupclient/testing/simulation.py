@@ -233,6 +233,17 @@ class GroupSimulation:
         self.members[name].io.cut()
         self.note(f"member {name}'s connections are cut")
 
+    def cut_off(self, name: str, node_id: int) -> None:
+        """Cut the member off from one node (a partial partition: its connections there are
+        reset and new ones refused) until :meth:`reconnect`; it still reaches the others."""
+        self.members[name].io.cut_off(node_id)
+        self.note(f"member {name} is cut off from node {node_id}")
+
+    def reconnect(self, name: str) -> None:
+        """End every partial partition of the member."""
+        self.members[name].io.unreachable.clear()
+        self.note(f"member {name} reaches every node again")
+
     # -- the broker ----------------------------------------------------------------------
     def inject_fault(self, rule: FaultRule) -> None:
         self.core.faults.add(rule)

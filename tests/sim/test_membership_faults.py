@@ -3,8 +3,10 @@ core on one fake clock); invariants are checked after every step of every test."
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 
+import pytest
 from kafka.structs import TopicPartition
 
 from groupclient import GroupConsumer
@@ -344,4 +346,84 @@ def test_a_lease_that_ends_while_the_coordinator_is_unreachable_is_told_at_the_n
     # one session after the last answered heartbeat (sent before the cut), then one poll at most
     assert told_at - cut <= 6000 + 1000 + 100, (cut, told_at)
     sim.core.faults.clear()
+    a.close()
+
+
+def test_a_lease_that_ends_is_told_at_the_next_poll_even_if_the_coordinator_was_just_found_again(
+        make_sim: Sim) -> None:
+    """The heartbeat thread ends the lease (no heartbeat answered) while the application is not
+    polling, and has found the coordinator again by the time the application polls, but its
+    connection never becomes ready (a blackhole: the connection opens, the broker never answers).
+    That poll sees a coordinator and goes to the join, which waits for the connection: the
+    listener must hear of the loss at that poll all the same.  The Kafka chaos run's seed
+    3303056178 cut a classic member off from its coordinator and told its listener 1.7-2.9 s late
+    (the coordinator, found and lost every few milliseconds, was often known at the top of a poll)."""
+    sim = make_sim(nodes=3, topics={"t": 3})
+    sim.produce("t", 30)
+    a = sim.consumer("a", session_timeout_ms=6000, heartbeat_interval_ms=1000)
+    a.subscribe(["t"])
+    assert poll_until(a, lambda: len(a.assignment()) == 3, 60), sim.describe()
+    owned = a.assignment()
+    node = sim.core.coordinator_node_for(sim.group_id)
+    assert node is not None
+    for api in (ApiKey.API_VERSIONS, ApiKey.HEARTBEAT, ApiKey.JOIN_GROUP, ApiKey.OFFSET_COMMIT):
+        sim.inject_fault(FaultRule(int(api), FaultKind.DELAY, count=1000, delay_ms=600_000, node_id=node.node_id))
+    sim.run_for(8000)  # the application is busy: the heartbeat thread alone sees the lease end
+    assert not a.assignment() and not [e for e in sim.members["a"].events if e.kind == "lost"]
+    # as found by the heartbeat thread an instant before the poll (which the schedule here does
+    # not reach by itself): the coordinator is known, its connection not ready
+    driver = a._group
+    assert driver is not None
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(driver.member, "coordinator_unknown", lambda: False)
+        a.poll(1000)
+    lost = {tp for e in sim.members["a"].events if e.kind == "lost" for tp in e.partitions}
+    assert lost == owned, f"the listener heard {sim.members['a'].events} at the poll after the lease ended"
+    sim.core.faults.clear()
+    a.close()
+
+
+def _find_coordinator_requests(sim: GroupSimulation, member: str, since_ms: int) -> int:
+    assert sim.network.trace is not None
+    return sum(1 for at, kind, who, _node, payload in sim.network.trace
+               if kind == "request" and who == member and at >= since_ms
+               and struct.unpack_from(">h", payload, 4)[0] == ApiKey.FIND_COORDINATOR)
+
+
+def test_a_member_cut_off_from_its_coordinator_tells_the_loss_in_time_and_looks_it_up_with_backoff(
+        make_sim: Sim) -> None:
+    """A classic member cut off from its coordinator's node only (the other nodes answer its
+    FindCoordinator, which names the node it cannot reach): the Kafka chaos run's seed
+    3303056178.  The listener hears of the loss at the first poll() after the lease ends (it was
+    told 1.7-2.9 s late: the coordinator, found again and again, was known at the top of the poll,
+    whose join then spent it looking the coordinator up), and the lookups back off as Java's
+    ensureCoordinatorReady does, where they went out every few milliseconds."""
+    sim = make_sim(nodes=3, topics={"t": 3}, record_trace=True)
+    sim.produce("t", 30)
+    a = sim.consumer("a", session_timeout_ms=6000, heartbeat_interval_ms=1000)
+    a.subscribe(["t"])
+    assert poll_until(a, lambda: len(a.assignment()) == 3, 60), sim.describe()
+    owned = a.assignment()
+    coordinator = sim.core.coordinator_node_for(sim.group_id)
+    assert coordinator is not None
+    sim.cut_off("a", coordinator.node_id)
+    cut = sim.now
+    told_at = None
+    for _ in range(40):  # 40 s of 1 s polls
+        a.poll(1000)
+        lost = {tp for e in sim.members["a"].events if e.kind == "lost" for tp in e.partitions}
+        if lost:
+            told_at = sim.now
+            assert lost == owned and not a.assignment()
+            break
+    assert told_at is not None, f"never told of the loss: {sim.members['a'].events}"
+    assert told_at - cut <= 6000 + 1000 + 100, (cut, told_at)
+    looked_from = sim.now
+    for _ in range(10):
+        a.poll(1000)
+    lookups = _find_coordinator_requests(sim, "a", looked_from)
+    # retry_backoff_ms 100 doubling to retry_backoff_max_ms 1000 (with 20% jitter): some 15 in 10 s
+    assert 3 <= lookups <= 25, f"{lookups} FindCoordinator requests in {sim.now - looked_from} ms"
+    sim.reconnect("a")
+    assert poll_until(a, lambda: len(a.assignment()) == 3, 60), sim.describe()
     a.close()

@@ -3,6 +3,7 @@ GroupConsumer builds it."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 from groupclient.assignors import RangeAssignor
@@ -39,7 +40,7 @@ def build_group(net: ScriptedClient, clock: FakeClock, subscription: Subscriptio
     assignors = assignors or [RangeAssignor()]
     protocol = common_protocol(assignors)
     events = RebalanceRecorder()
-    member = GroupMember(net, clock, config, CoordinatorLookup(net, config.group_id, config.retry_backoff_ms),
+    member = GroupMember(net, clock, config, CoordinatorLookup(net, config.group_id, config.retry_backoff_ms, random.Random(0)),
                          AssignedPartitions(subscription, lambda: None, config.group_id),
                          keeps_partitions_while_rejoining=protocol.value == "cooperative")
     committer = OffsetCommitter(member, subscription, enable_auto_commit, 5000)

@@ -4,6 +4,7 @@ revoke / assign / acknowledge, and every error path of the heartbeat and of the 
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -93,7 +94,7 @@ class Harness:
         self.subscription = SubscriptionState("earliest")
         self.subscription.subscribe({"orders", "audit"}, None)
         self.member = ConsumerGroupMember(
-            self.net, self.clock, config, CoordinatorLookup(self.net, "g", config.retry_backoff_ms),
+            self.net, self.clock, config, CoordinatorLookup(self.net, "g", config.retry_backoff_ms, random.Random(0)),
             AssignedPartitions(self.subscription, lambda: None, "g"), MEMBER_ID, assignor, rack)
         self.committer = OffsetCommitter(self.member, self.subscription, auto_commit, 5000)
         self.calls: list[tuple[str, set[TopicPartition]]] = []

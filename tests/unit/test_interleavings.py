@@ -4,6 +4,7 @@ the two whole steps gives."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,7 +105,7 @@ class LookupWorld:
 
 def _lookup_world() -> LookupWorld:
     net = ScriptedClient(FakeClock())
-    return LookupWorld(net, CoordinatorLookup(net, "g", 100))
+    return LookupWorld(net, CoordinatorLookup(net, "g", 100, random.Random(0)))
 
 
 def test_two_threads_looking_the_coordinator_up_send_one_find_coordinator() -> None:
@@ -139,7 +140,7 @@ def test_a_failed_connection_to_the_old_coordinator_never_forgets_the_new_one() 
 
     def setup() -> LookupWorld:
         net = FailedConnections(FakeClock(), {old})
-        lookup = CoordinatorLookup(net, "g", 100)
+        lookup = CoordinatorLookup(net, "g", 100, random.Random(0))
         net.on(ApiKey.FIND_COORDINATOR, find_answer(1))
         lookup.lookup()
         net.deliver()
@@ -195,7 +196,7 @@ def _stable_member(heartbeat_due: bool = False) -> MemberWorld:
     net.on(ApiKey.LEAVE_GROUP, lambda req: LeaveGroupResponse(version=req.version, throttle_time_ms=0, error_code=0,
                                                                members=[]))
     net.on(ApiKey.HEARTBEAT, lambda req: None)  # held: in flight
-    lookup = CoordinatorLookup(net, "g", 100)
+    lookup = CoordinatorLookup(net, "g", 100, random.Random(0))
     lookup.lookup()
     net.deliver()
     member = GroupMember(net, clock, CONFIG, lookup, NoPartitions())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -95,7 +96,7 @@ def group() -> tuple[GroupMember, GroupJoin, ScriptedClient, Hooks, FakeClock]:
     hooks = Hooks()
     config = GroupConfig("g", None, session_timeout_ms=10000, rebalance_timeout_ms=60000,
                          heartbeat_interval_ms=3000, retry_backoff_ms=100, request_timeout_ms=30000)
-    member = GroupMember(net, clock, config, CoordinatorLookup(net, "g", 100), hooks)
+    member = GroupMember(net, clock, config, CoordinatorLookup(net, "g", 100, random.Random(0)), hooks)
     net.on(ApiKey.FIND_COORDINATOR, find_ok)
     return member, GroupJoin(member, hooks), net, hooks, clock
 
