@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from groupclient.testing.schedules import Schedule, check_seeds_in_parallel, random_schedule, run_schedule
@@ -34,6 +34,10 @@ def test_500_seeded_schedules_keep_every_invariant() -> None:
           suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(min_value=0, max_value=2**32 - 1), members=st.integers(3, 6),
        faults=st.integers(1, 10), protocols=st.sampled_from(("classic", "consumer", "mixed")))
+# a draw that once failed, each with what it caught: a classic member's target, not what it held,
+# stored when a mixed group turned classic; a consumer-protocol member joining next was given a
+# partition the classic member still consumed
+@example(seed=3, members=3, faults=7, protocols="mixed")
 def test_random_schedules_keep_every_invariant(seed: int, members: int, faults: int, protocols: str) -> None:
     schedule = random_schedule(seed, min_members=members, max_members=members, faults=faults, protocols=protocols)
     run_schedule(schedule).close()

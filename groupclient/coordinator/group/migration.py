@@ -5,8 +5,8 @@ default, ``bidirectional``:
   protocol turns it into a consumer group; its members stay, as classic members at the classic
   generation owning what their last SyncGroup gave them (:func:`upgraded`);
 - **downgrade**: a consumer group whose last consumer-protocol member is gone, and that still has
-  classic members, turns back into a Stable classic group of them at the group's epoch, which then
-  rebalances (:func:`downgraded`).
+  classic members, turns back into a Stable classic group of them at the group's epoch, each
+  member with what it holds, which then rebalances (:func:`downgraded`).
 
 An empty group of either kind simply gives its id to the other kind (not here: the coordinators
 drop it).  Pure functions of the groups; the caller swaps them and arms the timers.  Here, above
@@ -62,13 +62,23 @@ def upgraded(classic: Group, settings: GroupSettings, topics: Topics, now: int) 
 def downgraded(group: ConsumerGroup, name_of: Callable[[uuid.UUID], str | None], generation: int) -> Group:
     """The classic group a consumer group of classic members only becomes (Kafka's
     ClassicGroup.fromConsumerGroup): Stable at ``generation`` (the consumer group's epoch before
-    the member whose leaving caused this was removed), the same members, each with its target as
-    its assignment; the caller then starts its rebalance, which gives every member its rebalance
-    timeout to join again."""
+    the member whose leaving caused this was removed), the same members, each with what it holds
+    as its assignment; the caller then starts its rebalance, which gives every member its rebalance
+    timeout to join again.
+
+    What it holds, not its target as Kafka writes: a classic member reaches its target only by
+    joining again, and until then a consumer-protocol member that joins upgrades the group with
+    these assignments taken for what each classic member owns.  With the target, a member
+    holding t-2 and t-3 whose target was t-3..t-5 let the newcomer be given t-2 while it still
+    consumed it (the simulator's random schedule seed 3, 3 members, 7 faults, mixed)."""
     classic = Group(group.group_id, state=GroupState.STABLE, generation_id=generation)
     for m in sorted(group.members.values(), key=lambda m: m.joined_at):
         assert m.classic is not None, "only classic members are left"
-        partitions = [TopicPartition(topic, p) for tid, ps in group.target.get(m.member_id, {}).items()
+        held: dict[uuid.UUID, set[int]] = {}
+        for owned in (m.assignment.assigned, m.assignment.revoking):
+            for tid, ps in owned.items():
+                held.setdefault(tid, set()).update(ps)
+        partitions = [TopicPartition(topic, p) for tid, ps in held.items()
                       if (topic := name_of(tid)) is not None for p in sorted(ps)]
         classic.add(Member(m.member_id, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
                            m.classic.session_timeout_ms, PROTOCOL_TYPE, list(m.classic.protocols),
