@@ -11,6 +11,7 @@ from kafka.structs import TopicPartition
 
 from groupclient import GroupConsumer
 from groupclient.coordinator.faults import FaultKind, FaultRule
+from groupclient.coordinator.node import BrokerNode
 from groupclient.errors import CommitFailedError, WakeupError
 from groupclient.protocol.apis import ApiKey
 from groupclient.error_codes import ErrorCode
@@ -319,6 +320,33 @@ def test_a_classic_member_resumed_past_its_session_reports_its_partitions_lost(m
     assert lost_at is not None and lost_at < held_up[0] + 200, "the loss waited for the heartbeat thread"
 
 
+def owner_of_three(sim: GroupSimulation) -> tuple[GroupConsumer, set[TopicPartition], BrokerNode]:
+    """A classic member ``a`` (6 s session, 1 s heartbeats) owning the 3 partitions of ``t`` on a
+    cluster of several nodes, and the node coordinating its group."""
+    sim.produce("t", 30)
+    a = sim.consumer("a", session_timeout_ms=6000, heartbeat_interval_ms=1000)
+    a.subscribe(["t"])
+    assert poll_until(a, lambda: len(a.assignment()) == 3, 60), sim.describe()
+    node = sim.core.coordinator_node_for(sim.group_id)
+    assert node is not None
+    return a, a.assignment(), node
+
+
+def told_in_time(sim: GroupSimulation, a: GroupConsumer, owned: set[TopicPartition]) -> None:
+    """Poll ``a`` (6 s session, cut off just now) in 1 s polls until its listener hears that it
+    lost ``owned``: within one session after the last answered heartbeat (sent before the cut),
+    then one poll at most."""
+    cut = sim.now
+    for _ in range(40):
+        a.poll(1000)
+        lost = {tp for e in sim.members["a"].events if e.kind == "lost" for tp in e.partitions}
+        if lost:
+            assert lost == owned and not a.assignment()
+            assert sim.now - cut <= 6000 + 1000 + 100, (cut, sim.now)
+            return
+    raise AssertionError(f"never told of the loss: {sim.members['a'].events}")
+
+
 def test_a_lease_that_ends_while_the_coordinator_is_unreachable_is_told_at_the_next_poll(make_sim: Sim) -> None:
     """The coordinator stops answering a classic member (its heartbeats and its FindCoordinator
     get no answer): the heartbeat thread ends the lease one session after the last answered
@@ -333,18 +361,7 @@ def test_a_lease_that_ends_while_the_coordinator_is_unreachable_is_told_at_the_n
     owned = a.assignment()
     for api in (ApiKey.HEARTBEAT, ApiKey.FIND_COORDINATOR, ApiKey.OFFSET_COMMIT, ApiKey.JOIN_GROUP):
         sim.inject_fault(FaultRule(int(api), FaultKind.DELAY, count=1000, delay_ms=600_000))
-    cut = sim.now
-    told_at = None
-    for _ in range(40):  # 40 s of 1 s polls, all with the coordinator unreachable
-        a.poll(1000)
-        lost = {tp for e in sim.members["a"].events if e.kind == "lost" for tp in e.partitions}
-        if lost:
-            told_at = sim.now
-            assert lost == owned and not a.assignment()
-            break
-    assert told_at is not None, f"never told of the loss: {sim.members['a'].events}"
-    # one session after the last answered heartbeat (sent before the cut), then one poll at most
-    assert told_at - cut <= 6000 + 1000 + 100, (cut, told_at)
+    told_in_time(sim, a, owned)
     sim.core.faults.clear()
     a.close()
 
@@ -359,13 +376,7 @@ def test_a_lease_that_ends_is_told_at_the_next_poll_even_if_the_coordinator_was_
     3303056178 cut a classic member off from its coordinator and told its listener 1.7-2.9 s late
     (the coordinator, found and lost every few milliseconds, was often known at the top of a poll)."""
     sim = make_sim(nodes=3, topics={"t": 3})
-    sim.produce("t", 30)
-    a = sim.consumer("a", session_timeout_ms=6000, heartbeat_interval_ms=1000)
-    a.subscribe(["t"])
-    assert poll_until(a, lambda: len(a.assignment()) == 3, 60), sim.describe()
-    owned = a.assignment()
-    node = sim.core.coordinator_node_for(sim.group_id)
-    assert node is not None
+    a, owned, node = owner_of_three(sim)
     for api in (ApiKey.API_VERSIONS, ApiKey.HEARTBEAT, ApiKey.JOIN_GROUP, ApiKey.OFFSET_COMMIT):
         sim.inject_fault(FaultRule(int(api), FaultKind.DELAY, count=1000, delay_ms=600_000, node_id=node.node_id))
     sim.run_for(8000)  # the application is busy: the heartbeat thread alone sees the lease end
@@ -399,25 +410,9 @@ def test_a_member_cut_off_from_its_coordinator_tells_the_loss_in_time_and_looks_
     whose join then spent it looking the coordinator up), and the lookups back off as Java's
     ensureCoordinatorReady does, where they went out every few milliseconds."""
     sim = make_sim(nodes=3, topics={"t": 3}, record_trace=True)
-    sim.produce("t", 30)
-    a = sim.consumer("a", session_timeout_ms=6000, heartbeat_interval_ms=1000)
-    a.subscribe(["t"])
-    assert poll_until(a, lambda: len(a.assignment()) == 3, 60), sim.describe()
-    owned = a.assignment()
-    coordinator = sim.core.coordinator_node_for(sim.group_id)
-    assert coordinator is not None
+    a, owned, coordinator = owner_of_three(sim)
     sim.cut_off("a", coordinator.node_id)
-    cut = sim.now
-    told_at = None
-    for _ in range(40):  # 40 s of 1 s polls
-        a.poll(1000)
-        lost = {tp for e in sim.members["a"].events if e.kind == "lost" for tp in e.partitions}
-        if lost:
-            told_at = sim.now
-            assert lost == owned and not a.assignment()
-            break
-    assert told_at is not None, f"never told of the loss: {sim.members['a'].events}"
-    assert told_at - cut <= 6000 + 1000 + 100, (cut, told_at)
+    told_in_time(sim, a, owned)
     looked_from = sim.now
     for _ in range(10):
         a.poll(1000)
