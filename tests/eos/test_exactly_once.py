@@ -233,19 +233,29 @@ def test_every_input_is_written_exactly_once_through_worker_and_broker_kills(
             assert not errors, f"seed {seed}: a worker failed: {errors} (logs in {tmp_path})"
             time.sleep(0.02)
 
+    def one_in_a_transaction() -> int:
+        """The slot of a worker in a transaction, drawn among those that are.  Not a slot drawn
+        first and waited for: a worker replacing its producer (kafka-python's init_transactions
+        may take minutes while the transaction coordinator ends its predecessor's transaction)
+        held a seed's schedule past 60 s in a clean-clone run."""
+        for _ in range(100):  # each wait bounded; a worker may end its transaction in between
+            wait_for(lambda: any(w.in_transaction() for w in workers), 60, "a worker in a transaction")
+            busy = [i for i, w in enumerate(workers) if w.in_transaction()]
+            if busy:
+                return rng.choice(busy)
+        raise AssertionError(f"seed {seed}: no worker stayed in a transaction long enough to be picked")
+
     def kill_mid_transaction() -> None:
-        slot = rng.randrange(WORKERS)
+        slot = one_in_a_transaction()
         victim = workers[slot]
-        wait_for(victim.in_transaction, 60, f"{victim.name} in a transaction")
         victim.kill()
         faults["worker killed mid-transaction" if victim.in_transaction() else "worker killed"] += 1
         gone.append(victim)
         workers[slot] = Worker(slot, len(gone), kafka_cluster, protocol, names, tmp_path)
 
     def kill_transaction_coordinator() -> None:
-        victim = workers[rng.randrange(WORKERS)]
+        victim = workers[one_in_a_transaction()]
         node = kafka_cluster.coordinator_of(victim.transactional_id, key_type=1)
-        wait_for(victim.in_transaction, 60, f"{victim.name} in a transaction")
         kafka_cluster.kill(node)
         mid = victim.in_transaction()  # its events may lag a commit that just ended: a lower bound
         faults["transaction coordinator's node killed" + (" mid-transaction" if mid else "")] += 1
