@@ -52,10 +52,10 @@ class CoordinatorLookup:
         self._lock = threading.Lock()
         self._connection: int | None = None
         self._find_future: RequestFuture[int] | None = None
-        # lookups that failed, or found a coordinator whose connection then failed, since one was
-        # last connected; no lookup before ``_retry_at`` (Java's ensureCoordinatorReady sleeps
-        # the same backoff: without it a member cut off from its coordinator's broker alone,
-        # whom the others keep naming, asked for it every few milliseconds)
+        # lookups that failed, or found a coordinator whose connection then failed, since the
+        # coordinator last answered or was seen connected; no lookup before ``_retry_at`` (Java's
+        # ensureCoordinatorReady sleeps the same backoff: without it a member cut off from its
+        # coordinator's broker alone, whom the others keep naming, asked for it every few ms)
         self._failures = 0
         self._retry_at = 0
         # why the coordinator was last lost or not found: what a call that ran out of time
@@ -99,6 +99,12 @@ class CoordinatorLookup:
             self._failures += 1
             self._retry_at = now + wait
 
+    def _reached(self) -> None:
+        """The coordinator is connected, or answered: the next failure backs off from the start
+        (whichever thread saw it; a poll that finds the coordinator known does not look again)."""
+        with self._lock:
+            self._failures = 0
+
     def lookup_wait_ms(self) -> int:
         """How long until the next lookup may go out (0: now)."""
         now = self.client.clock.monotonic_ms()
@@ -135,8 +141,7 @@ class CoordinatorLookup:
             if coordinator is None:
                 continue
             if self.client.ready(coordinator):
-                with self._lock:
-                    self._failures = 0
+                self._reached()
                 return True
             if timer.expired():
                 return False
@@ -163,10 +168,9 @@ class CoordinatorLookup:
                 self._note_problem(f"FindCoordinator: {reason(exc)}")
                 self.client.metadata.request_update()
                 if isinstance(exc, NodeNotReadyError):
-                    # not sent: no broker is connected yet, the wait is for a connection
+                    # not sent: no broker is connected yet, the wait is for a connection (a
+                    # failure that was sent backs off in lookup(), for either thread)
                     self.client.sleep(self._backoff.initial_ms, timer)
-                else:
-                    self._back_off()
             if timer.expired():
                 return not self.unknown()
         return True
@@ -179,9 +183,16 @@ class CoordinatorLookup:
             if find is not None and not find.is_done():
                 return find
             find = self._find_future = RequestFuture()
+        find.add_errback(self._lookup_failed)
         # sent outside the lock (never I/O under it); the other thread meanwhile waits on ``find``
         self._send_find_coordinator().chain(find)
         return find
+
+    def _lookup_failed(self, exc: BaseException) -> None:
+        """A lookup that went out and failed backs off, whichever thread sent it; one not sent
+        (no broker connected yet) waits for a connection instead."""
+        if isinstance(exc, RetriableError) and not isinstance(exc, NodeNotReadyError):
+            self._back_off()
 
     def _send_find_coordinator(self) -> RequestFuture[int]:
         node = self.client.least_loaded_node()
@@ -236,5 +247,5 @@ class CoordinatorLookup:
             if isinstance(exc, (DisconnectedError, RequestTimedOutError)):
                 self.mark_dead(str(exc), coordinator)  # that coordinator, not one found since
 
-        future.add_errback(on_failure)
+        future.add_callback(lambda _: self._reached()).add_errback(on_failure)
         return future

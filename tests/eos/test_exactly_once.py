@@ -238,8 +238,10 @@ def test_every_input_is_written_exactly_once_through_worker_and_broker_kills(
         first and waited for: a worker replacing its producer (kafka-python's init_transactions
         may take minutes while the transaction coordinator ends its predecessor's transaction)
         held a seed's schedule past 60 s in a clean-clone run."""
-        for _ in range(100):  # each wait bounded; a worker may end its transaction in between
-            wait_for(lambda: any(w.in_transaction() for w in workers), 60, "a worker in a transaction")
+        deadline = time.monotonic() + 60
+        for _ in range(1000):  # a worker may end its transaction between the wait and the pick
+            wait_for(lambda: any(w.in_transaction() for w in workers), max(deadline - time.monotonic(), 0),
+                     "a worker in a transaction")
             busy = [i for i, w in enumerate(workers) if w.in_transaction()]
             if busy:
                 return rng.choice(busy)

@@ -421,4 +421,16 @@ def test_a_member_cut_off_from_its_coordinator_tells_the_loss_in_time_and_looks_
     assert 3 <= lookups <= 25, f"{lookups} FindCoordinator requests in {sim.now - looked_from} ms"
     sim.reconnect("a")
     assert poll_until(a, lambda: len(a.assignment()) == 3, 60), sim.describe()
+    # once the coordinator answers again the backoff starts over: a later cut-off looks it up
+    # after 100 ms, 200 ms, 400 ms..., not at the 1 s the last one had grown to
+    cut_again = sim.now
+    sim.cut_off("a", coordinator.node_id)
+    for _ in range(12):
+        a.poll(1000)
+    assert sim.network.trace is not None
+    first = min(at for at, kind, who, _node, payload in sim.network.trace
+                if kind == "request" and who == "a" and at >= cut_again
+                and struct.unpack_from(">h", payload, 4)[0] == ApiKey.FIND_COORDINATOR)
+    early = _find_coordinator_requests(sim, "a", first) - _find_coordinator_requests(sim, "a", first + 1600)
+    assert early >= 4, f"{early} lookups in the first 1.6 s after the second cut-off"
     a.close()

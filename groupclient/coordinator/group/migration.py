@@ -62,8 +62,9 @@ def upgraded(classic: Group, settings: GroupSettings, topics: Topics, now: int) 
 def downgraded(group: ConsumerGroup, name_of: Callable[[uuid.UUID], str | None], generation: int) -> Group:
     """The classic group a consumer group of classic members only becomes (Kafka's
     ClassicGroup.fromConsumerGroup): Stable at ``generation`` (the consumer group's epoch before
-    the member whose leaving caused this was removed), the same members, each with what it holds
-    as its assignment; the caller then starts its rebalance, which gives every member its rebalance
+    the member whose leaving caused this was removed), the same members, each with what it may
+    still hold as its assignment (what it was given, and what it was asked to revoke: more than it
+    holds at worst, which only makes a newcomer wait); the caller then starts its rebalance, which gives every member its rebalance
     timeout to join again.
 
     What it holds, not its target as Kafka writes: a classic member reaches its target only by
