@@ -31,7 +31,8 @@ class ClassicDriver(DriverBase):
         assignors = resolve_assignors(cfg["partition_assignment_strategy"])
         protocol = common_protocol(assignors)
         member = GroupMember(
-            parts.client, parts.clock, group, CoordinatorLookup(parts.client, group.group_id, group.retry_backoff_ms, parts.rng),
+            parts.client, parts.clock, group,
+            CoordinatorLookup(parts.client, group.group_id, group.retry_backoff_ms, parts.rng),
             AssignedPartitions(parts.subscription, parts.drop_fetched, group.group_id),
             keeps_partitions_while_rejoining=protocol is RebalanceProtocol.COOPERATIVE)
         committer = OffsetCommitter(member, parts.subscription, cfg["enable_auto_commit"],

@@ -30,7 +30,8 @@ class ConsumerProtocolDriver(DriverBase):
 
     def __init__(self, cfg: dict[str, Any], group: GroupConfig, parts: GroupParts) -> None:
         member = ConsumerGroupMember(
-            parts.client, parts.clock, group, CoordinatorLookup(parts.client, group.group_id, group.retry_backoff_ms, parts.rng),
+            parts.client, parts.clock, group,
+            CoordinatorLookup(parts.client, group.group_id, group.retry_backoff_ms, parts.rng),
             AssignedPartitions(parts.subscription, parts.drop_fetched, group.group_id), new_member_id(parts.rng),
             server_assignor=cfg["group_remote_assignor"], rack_id=cfg["client_rack"], rng=parts.rng)
         committer = OffsetCommitter(member, parts.subscription, cfg["enable_auto_commit"],

@@ -64,8 +64,8 @@ def downgraded(group: ConsumerGroup, name_of: Callable[[uuid.UUID], str | None],
     ClassicGroup.fromConsumerGroup): Stable at ``generation`` (the consumer group's epoch before
     the member whose leaving caused this was removed), the same members, each with what it may
     still hold as its assignment (what it was given, and what it was asked to revoke: more than it
-    holds at worst, which only makes a newcomer wait); the caller then starts its rebalance, which gives every member its rebalance
-    timeout to join again.
+    holds at worst, which only makes a newcomer wait); the caller then starts its rebalance, which
+    gives every member its rebalance timeout to join again.
 
     What it holds, not its target as Kafka writes: a classic member reaches its target only by
     joining again, and until then a consumer-protocol member that joins upgrades the group with
