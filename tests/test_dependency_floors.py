@@ -20,14 +20,20 @@ from tests.floors import ROOT, _normal, build_pins, environment, find_python, fl
 
 pytestmark = pytest.mark.integration
 
+# the searches run once, in the main run: the tests that draw or walk through many inputs to find a
+# defect in the project's own logic (the seeded and hypothesis-drawn schedules, a loss at every step
+# of a poll, the server assignors against their frozen copies; each a prefix of node ids) need no
+# dependency's floor.  At the floors, what is checked is that each dependency's lowest version does
+# what the code asks of it, which every other test here does.
+EXPLORATIONS = ["tests/sim/test_random_schedules.py::", "tests/sim/test_loss_interleavings.py::",
+                "tests/unit/test_server_assignors.py::test_the_assignors_give_exactly_what_the_frozen_copy_gives"]
+
 SUITES = ["tests/unit", "tests/sim", "tests/test_layers.py", "tests/test_dead_code.py", "tests/test_typing.py",
           "tests/integration/test_security.py",  # cryptography's floor (test certificates)
           "tests/integration/test_peer_groups.py::test_mixed_group_kafka_python_and_confluent",  # confluent-kafka's
           "tests/integration/test_aio_plugin.py",  # pytest-asyncio's and anyio's (aiokafka's is its only version)
           "tests/test_benchmark_plots.py",  # matplotlib's (the bench extra)
-          # the 500-seed exploration runs once, in the main run (a minute); the floors run the
-          # hypothesis-drawn schedules and every other simulation
-          "--deselect", "tests/sim/test_random_schedules.py::test_500_seeded_schedules_keep_every_invariant"]
+          *(arg for prefix in EXPLORATIONS for arg in ("--deselect", prefix))]
 
 
 @pytest.fixture(scope="module")
