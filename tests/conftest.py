@@ -71,13 +71,14 @@ KIP848_SETTINGS = {
     "group_initial_rebalance_delay_ms": 0,
     "group_consumer_heartbeat_interval_ms": 1000, "group_consumer_min_heartbeat_interval_ms": 500,
     "group_consumer_session_timeout_ms": 10000, "group_consumer_min_session_timeout_ms": 6000,
+    "group_consumer_assignment_interval_ms": 0,  # as the suite's broker (tests/kafka/broker.py)
 }
 
 
 @pytest.fixture(params=["embedded", pytest.param("kafka", marks=pytest.mark.kafka)])
 def kip848_bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
     """The bootstrap address of a cluster serving the consumer group protocol: the embedded
-    coordinator (one node, KIP848_SETTINGS), then Apache Kafka 4.1."""
+    coordinator (one node, KIP848_SETTINGS), then Apache Kafka (4.4)."""
     if request.param == "kafka":
         yield request.getfixturevalue("kafka_broker").bootstrap
         return

@@ -65,6 +65,11 @@ class CoordinatorConfig:
     # the server-side assignors served; the first is the default (every one of the table, its first first)
     group_consumer_assignors: tuple[str, ...] = tuple(SERVER_ASSIGNORS)  # group.consumer.assignors
     group_consumer_max_size: int = 2**31 - 1  # group.consumer.max.size
+    # KIP-1263 (Kafka 4.3): a new target assignment is computed at most once per interval, by the
+    # first heartbeat after it; 0 computes it at every change, as Kafka 4.1 did
+    group_consumer_assignment_interval_ms: int = 1000  # group.consumer.assignment.interval.ms
+    group_consumer_min_assignment_interval_ms: int = 0  # group.consumer.min.assignment.interval.ms
+    group_consumer_max_assignment_interval_ms: int = 15000  # group.consumer.max.assignment.interval.ms
 
     def __post_init__(self) -> None:
         if self.offsets_topic_partitions < 1:
@@ -105,6 +110,12 @@ class CoordinatorConfig:
                              f"{list(self.group_consumer_assignors)}")
         if self.group_consumer_max_size < 1:
             raise ValueError("group_consumer_max_size must be at least 1")
+        low, value, high = (getattr(self, f"group_consumer_{bound}assignment_interval_ms")
+                            for bound in ("min_", "", "max_"))
+        if not 0 <= low <= value <= high:
+            raise ValueError(f"need 0 <= group_consumer_min_assignment_interval_ms ({low}) <= "
+                             f"group_consumer_assignment_interval_ms ({value}) <= "
+                             f"group_consumer_max_assignment_interval_ms ({high})")
 
     @property
     def serves_consumer_protocol(self) -> bool:

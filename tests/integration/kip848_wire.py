@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -263,19 +264,35 @@ class Member:
         return self.send(epoch, **fields)
 
 
+@contextmanager
+def opened_scene(bootstrap: str, group: str) -> Iterator[Scene]:
+    """A new topic of PARTITIONS partitions that the coordinator can assign, the group, and a
+    connection to its coordinator, closed after."""
+    from tests.integration import external
+
+    topic = external.new_topic(bootstrap, PARTITIONS)
+    topic_id = topic_id_of(bootstrap, topic)
+    wait_until_assignable(bootstrap, topic)
+    wire = coordinator_of(bootstrap, group)
+    try:
+        yield Scene(bootstrap, topic, topic_id, group, wire)
+    finally:
+        wire.close()
+
+
 def settle(scene: Scene, a_fields: dict[str, Any] | None = None,
            b_fields: dict[str, Any] | None = None) -> tuple[Member, Member, frozenset[int], frozenset[int]]:
     """A and B through the handshake of test 1 to a stable group at epoch 2 (A's previous epoch
     is 1): the members and their partitions."""
     a, b = scene.member("A"), scene.member("B")
-    assert a.join(**(a_fields or {})) == ok(1, ALL)
-    assert a.beat(ALL) == ok(1)
-    assert b.join(**(b_fields or {})) == ok(2, NOTHING)
+    assert a.join(**(a_fields or {})) == ok(2, ALL)
+    assert a.beat(ALL) == ok(2)
+    assert b.join(**(b_fields or {})) == ok(3, NOTHING)
     kept_a = a.beat(ALL).assigned
     assert kept_a is not None and len(kept_a) == PARTITIONS // 2, kept_a
-    assert a.beat(kept_a) == ok(2)
-    assert b.beat(NOTHING) == ok(2, ALL - kept_a)
-    assert b.beat(ALL - kept_a) == ok(2)
+    assert a.beat(kept_a) == ok(3)
+    assert b.beat(NOTHING) == ok(3, ALL - kept_a)
+    assert b.beat(ALL - kept_a) == ok(3)
     return a, b, kept_a, ALL - kept_a
 
 
@@ -392,8 +409,8 @@ def synced(scene: Scene, answer: Any) -> tuple[int, str, str, frozenset[int]]:
 
 
 def group_configs(scene: Scene, group: str, names: list[str] | None) -> tuple[int, str | None, dict[str, Any]]:
-    """DescribeConfigs v4 of a GROUP resource: error, message, and each config's (value, type),
-    after checking they are all read-write, not sensitive, DEFAULT_CONFIG (5), without synonyms."""
+    """DescribeConfigs v4 of a GROUP resource: error, message, and each config's (value, type,
+    source), after checking they are all read-write, not sensitive, without synonyms."""
     wire = Coordinator(scene.bootstrap)
     try:
         answer = wire.call(DescribeConfigsRequest(version=4, include_synonyms=False, include_documentation=False,
@@ -406,7 +423,6 @@ def group_configs(scene: Scene, group: str, names: list[str] | None) -> tuple[in
     assert (result.resource_type, result.resource_name) == (GROUP_RESOURCE, group), result
     configs = {}
     for c in result.configs:
-        assert (c.read_only, c.config_source, c.is_sensitive, list(c.synonyms), c.documentation) == (
-            False, 5, False, [], None), c
-        configs[c.name] = (c.value, c.config_type)
+        assert (c.read_only, c.is_sensitive, list(c.synonyms), c.documentation) == (False, False, [], None), c
+        configs[c.name] = (c.value, c.config_type, c.config_source)
     return result.error_code, result.error_message, configs

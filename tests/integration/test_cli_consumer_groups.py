@@ -1,5 +1,5 @@
 """``groupclient groups list|describe|watch`` of consumer-protocol (KIP-848) groups, run as a
-subprocess against the embedded coordinator and Apache Kafka 4.1 (the ``kip848_bootstrap``
+subprocess against the embedded coordinator and Apache Kafka 4.4 (the ``kip848_bootstrap``
 fixture): groups of ``GroupConsumer(group_protocol="consumer")`` members, described with
 ConsumerGroupDescribe (DescribeGroups says such a group "is not a classic group")."""
 

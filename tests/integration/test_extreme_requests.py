@@ -72,7 +72,7 @@ def test_the_cluster_wide_partition_limit_refuses_with_policy_violation() -> Non
             assert code == 0 and code2 == ErrorCode.POLICY_VIOLATION
             assert create(wire, ("t4", 11))[0][0] == ErrorCode.POLICY_VIOLATION
             assert "max_partitions" in (create(wire, ("t4", 11))[0][1] or "")
-            # auto-creation past the limit is refused; within it, created (Kafka 4.1 answers
+            # auto-creation past the limit is refused; within it, created (Kafka 4.4 answers
             # UNKNOWN_TOPIC_OR_PARTITION to the request that creates a topic too: test_refusals.py)
             assert metadata(wire, [f"auto{i}" for i in range(11)]) == {
                 f"auto{i}": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for i in range(11)}

@@ -1,5 +1,5 @@
 """A live group moving between the classic and the consumer group protocol, with real clients in
-their own processes, on the embedded coordinator and on Apache Kafka 4.1 (``kip848_bootstrap``):
+their own processes, on the embedded coordinator and on Apache Kafka 4.4 (``kip848_bootstrap``):
 Kafka's default migration policy (``bidirectional``) lets consumer-protocol members join a live
 classic group (it becomes a consumer group whose classic members stay) and classic members join a
 live consumer group; when the last consumer-protocol member goes, the group is a classic group

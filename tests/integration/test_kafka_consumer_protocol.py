@@ -1,4 +1,4 @@
-"""The consumer group protocol (KIP-848) on the embedded coordinator and on Apache Kafka 4.1 (the
+"""The consumer group protocol (KIP-848) on the embedded coordinator and on Apache Kafka 4.4 (the
 ``kip848_bootstrap`` fixture runs each test on both, with the same settings): groupclient members
 with confluent-kafka (librdkafka) and the Java KafkaConsumer, all ``group.protocol=consumer``, each
 in its own process.  Every scenario checks, from the members' own timestamped reports, that no two

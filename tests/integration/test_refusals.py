@@ -1,5 +1,5 @@
 """What Apache Kafka refuses, the embedded coordinator refuses too, with the same answer: each
-request here runs against both (Kafka 4.1 from tests/kafka/broker.py, and an EmbeddedCluster),
+request here runs against both (Kafka 4.4 from tests/kafka/broker.py, and an EmbeddedCluster),
 and both must answer it the same way.  A test that passes on the embedded coordinator can then not
 fail on Kafka for one of these reasons."""
 

@@ -240,7 +240,7 @@ def test_a_plain_client_on_a_tls_listener_gets_nowhere(certs: Certificates, tmp_
         wire.close()
 
 
-# -- Apache Kafka 4.1 with SASL_SSL (tests/kafka/broker.py) ---------------------------------------
+# -- Apache Kafka 4.4 with SASL_SSL (tests/kafka/broker.py) ---------------------------------------
 @pytest.mark.kafka
 def test_a_mixed_group_over_sasl_ssl_on_kafka(kafka_broker: Any) -> None:
     """GroupConsumer (SCRAM-SHA-512), kafka-python (SCRAM-SHA-256) and confluent-kafka (PLAIN)

@@ -1,5 +1,5 @@
 """Topics that grow, go and come back under consumer groups: CreatePartitions (API 37) and
-DeleteTopics (API 20) on the embedded coordinator and on Apache Kafka 4.1 with the same test
+DeleteTopics (API 20) on the embedded coordinator and on Apache Kafka 4.4 with the same test
 (``kip848_bootstrap`` runs each on both, with the same group settings), and what the groups'
 members and committed offsets do when a topic changes under them.
 

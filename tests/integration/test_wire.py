@@ -164,7 +164,7 @@ def test_create_topics_metadata_and_list_offsets(cluster: EmbeddedCluster, wire:
     meta = wire.request(MetadataRequest(version=12, topics=[MT(name="fine"), MT(name="auto"), MT(name="no such!")],
                                         allow_auto_topic_creation=True, include_topic_authorized_operations=False))
     errors = {t.name: t.error_code for t in meta.topics}
-    # the request that auto-creates a topic does not see it yet (Kafka 4.1; test_refusals.py)
+    # the request that auto-creates a topic does not see it yet (Kafka 4.4; test_refusals.py)
     assert errors == {"fine": 0, "auto": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "no such!": ErrorCode.INVALID_TOPIC_EXCEPTION}
     assert len(next(t for t in meta.topics if t.name == "fine").partitions) == 3
     cluster.produce("fine", [b"a", b"b", b"c", b"d"], partition=1, timestamp_ms=5000)

@@ -59,6 +59,9 @@ class Harness:
     def __init__(self, store: GroupStore[ConsumerGroup] | None = None,
                  cluster_topics: Callable[[], Topics] | None = None, **config: int) -> None:
         config.setdefault("group_initial_rebalance_delay_ms", 0)
+        # a consumer group's new target at every change (Kafka's default batches them a second
+        # apart: test_server_consumer_group_44.py and the tests that pass this setting have that)
+        config.setdefault("group_consumer_assignment_interval_ms", 0)
         self.config = CoordinatorConfig(**config)  # type: ignore[arg-type]
         self.clock = FakeClock()
         self.store = store or group_store()

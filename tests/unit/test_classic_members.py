@@ -58,19 +58,19 @@ class Node:
 def test_a_classic_member_of_a_consumer_group_gets_partitions_once_they_are_released() -> None:
     node = Node()
     node.beat("A", 0, [], join=True)
-    node.beat("A", 1, [0, 1, 2, 3, 4, 5])
+    node.beat("A", 2, [0, 1, 2, 3, 4, 5])
     joined = node.classic_member()
     assert (joined.error, joined.generation_id, joined.protocol_name, joined.leader_id, joined.members) == (
-        E.NONE, 2, "range", "", ())
-    kept = sorted(node.beat("A", 1, [0, 1, 2, 3, 4, 5]).assignment[ORDERS])
+        E.NONE, 3, "range", "", ())
+    kept = sorted(node.beat("A", 2, [0, 1, 2, 3, 4, 5]).assignment[ORDERS])
     assert node.sync(joined) == (E.NONE, [])  # A still holds them
-    assert node.h.heartbeat(joined.member_id, 2) == "NONE"  # waiting for A
-    node.beat("A", 1, kept)
-    assert node.h.heartbeat(joined.member_id, 2) == "REBALANCE_IN_PROGRESS"  # free now: join again
+    assert node.h.heartbeat(joined.member_id, 3) == "NONE"  # waiting for A
+    node.beat("A", 2, kept)
+    assert node.h.heartbeat(joined.member_id, 3) == "REBALANCE_IN_PROGRESS"  # free now: join again
     again = node.classic_join(joined.member_id)
     assert node.sync(again) == (E.NONE, sorted(set(range(6)) - set(kept)))
-    assert node.h.heartbeat(joined.member_id, 2) == "NONE"
-    assert node.h.heartbeat(joined.member_id, 1) == "ILLEGAL_GENERATION"
+    assert node.h.heartbeat(joined.member_id, 3) == "NONE"
+    assert node.h.heartbeat(joined.member_id, 2) == "ILLEGAL_GENERATION"
 
 
 def test_a_classic_member_that_does_not_sync_or_rejoin_in_time_is_removed() -> None:
@@ -78,10 +78,10 @@ def test_a_classic_member_that_does_not_sync_or_rejoin_in_time_is_removed() -> N
     node.beat("A", 0, [], join=True)
     joined = node.classic_member()
     node.h.advance(5_000)  # its rebalance timeout passes without a SyncGroup
-    assert node.h.heartbeat(joined.member_id, 2) == "UNKNOWN_MEMBER_ID"
+    assert node.h.heartbeat(joined.member_id, 3) == "UNKNOWN_MEMBER_ID"
     late = node.classic_member()
     node.sync(late)
-    node.beat("A", node.beat("A", 1, [0, 1, 2, 3, 4, 5]).member_epoch, None)
+    node.beat("A", node.beat("A", 2, [0, 1, 2, 3, 4, 5]).member_epoch, None)
     assert node.h.heartbeat(late.member_id, late.generation_id) in ("NONE", "REBALANCE_IN_PROGRESS")
 
 
@@ -94,7 +94,7 @@ def test_leave_group_removes_members_of_either_protocol() -> None:
     # only the classic member is left: the group is a classic group again, rebalancing
     assert node.c.consumer.get("g") is None and node.h.state() == "PreparingRebalance"
     # a Stable group at the epoch before the removal, rebalancing: its generation is the member's
-    assert node.h.heartbeat(joined.member_id, 2) == "REBALANCE_IN_PROGRESS"
+    assert node.h.heartbeat(joined.member_id, 3) == "REBALANCE_IN_PROGRESS"
 
 
 def test_a_group_turned_classic_on_a_node_that_has_seen_no_request_keeps_its_members_assignments() -> None:
@@ -104,11 +104,11 @@ def test_a_group_turned_classic_on_a_node_that_has_seen_no_request_keeps_its_mem
     that joined next was given them while the classic member still consumed them)."""
     node = Node()
     node.beat("A", 0, [], join=True)
-    node.beat("A", 1, [0, 1, 2, 3, 4, 5])
+    node.beat("A", 2, [0, 1, 2, 3, 4, 5])
     joined = node.classic_member()
     node.sync(joined)
-    kept = sorted(node.beat("A", 1, [0, 1, 2, 3, 4, 5]).assignment[ORDERS])
-    node.beat("A", 1, kept)
+    kept = sorted(node.beat("A", 2, [0, 1, 2, 3, 4, 5]).assignment[ORDERS])
+    node.beat("A", 2, kept)
     again = node.classic_join(joined.member_id)
     error, owned = node.sync(again)
     assert error is E.NONE and owned == sorted(set(range(6)) - set(kept))

@@ -140,4 +140,4 @@ def test_a_rebuilt_group_answers_its_members_as_the_group_would_have(tmp_path: P
         again.step(who, action)
         kept.step(who, action)
     assert (again.epochs, again.owned) == (kept.epochs, kept.owned)  # nobody fenced, the same handshake
-    assert again.epochs == {"A": 2, "B": 2} and sorted(again.owned["A"] + again.owned["B"]) == list(range(6))
+    assert again.epochs == {"A": 3, "B": 3} and sorted(again.owned["A"] + again.owned["B"]) == list(range(6))

@@ -71,25 +71,25 @@ def test_a_member_that_stops_heartbeating_is_removed_when_its_session_ends_and_i
     node.send(hb("A", 0, join=True))
     node.send(hb("B", 0, join=True))
     node.h.advance(SESSION - 1)
-    node.send(hb("B", 2, []))  # B lives on; A says nothing
+    node.send(hb("B", 3, []))  # B lives on; A says nothing
     node.h.advance(1)
     assert set(node.coordinator.consumer.get("g").members) == {"B"}  # type: ignore[union-attr]
-    assert owned(node.send(hb("B", 2, []))) == [0, 1, 2, 3, 4, 5]
-    assert node.refused(hb("A", 1, [0, 1, 2]))[0] is E.UNKNOWN_MEMBER_ID
+    assert owned(node.send(hb("B", 3, []))) == [0, 1, 2, 3, 4, 5]
+    assert node.refused(hb("A", 2, [0, 1, 2]))[0] is E.UNKNOWN_MEMBER_ID
 
 
 def test_a_member_that_does_not_give_partitions_up_within_its_rebalance_timeout_is_removed() -> None:
     node = Node()
     node.send(hb("A", 0, join=True, rebalance=3000))
-    node.send(hb("A", 1, [0, 1, 2, 3, 4, 5]))
+    node.send(hb("A", 2, [0, 1, 2, 3, 4, 5]))
     node.send(hb("B", 0, join=True))
-    node.send(hb("A", 1, [0, 1, 2, 3, 4, 5]))  # told to give three up: the timeout starts
+    node.send(hb("A", 2, [0, 1, 2, 3, 4, 5]))  # told to give three up: the timeout starts
     for _ in range(5):  # keeps heartbeating, never lets go
         node.h.advance(500)
-        node.send(hb("A", 1, [0, 1, 2, 3, 4, 5]))
+        node.send(hb("A", 2, [0, 1, 2, 3, 4, 5]))
     node.h.advance(500)
-    assert node.refused(hb("A", 1, [0, 1, 2, 3, 4, 5]))[0] is E.UNKNOWN_MEMBER_ID
-    assert owned(node.send(hb("B", 2, []))) == [0, 1, 2, 3, 4, 5]
+    assert node.refused(hb("A", 2, [0, 1, 2, 3, 4, 5]))[0] is E.UNKNOWN_MEMBER_ID
+    assert owned(node.send(hb("B", 3, []))) == [0, 1, 2, 3, 4, 5]
 
 
 def test_a_heartbeat_moves_the_deadline_so_a_live_member_is_never_expired() -> None:
@@ -97,7 +97,7 @@ def test_a_heartbeat_moves_the_deadline_so_a_live_member_is_never_expired() -> N
     node.send(hb("A", 0, join=True))
     for _ in range(10):
         node.h.advance(SESSION // 2)
-        node.send(hb("A", 1, [0, 1, 2, 3, 4, 5]))
+        node.send(hb("A", 2, [0, 1, 2, 3, 4, 5]))
     assert "A" in node.coordinator.consumer.get("g").members  # type: ignore[union-attr]
 
 
@@ -134,12 +134,12 @@ def test_the_groups_move_with_their_offsets_partition_and_their_deadlines_start_
     node.h.advance(SESSION - 1000)
     node.coordinator.unload_partition(partition)
     assert node.coordinator.consumer.get("g") is None
-    assert node.refused(hb("A", 1, [0, 1, 2, 3, 4, 5]))[0] is E.NOT_COORDINATOR
+    assert node.refused(hb("A", 2, [0, 1, 2, 3, 4, 5]))[0] is E.NOT_COORDINATOR
     node.h.advance(10_000)  # the old deadline passes while nobody serves the group: no expiry
     node.coordinator.load_partition(partition, node.h.now)
     node.h.advance(SESSION - 1)
-    answer = node.send(hb("A", 1, [0, 1, 2, 3, 4, 5]))
-    assert answer.member_epoch == 1  # the same member, at the epoch it had
+    answer = node.send(hb("A", 2, [0, 1, 2, 3, 4, 5]))
+    assert answer.member_epoch == 2  # the same member, at the epoch it had
 
 
 def test_a_pattern_is_resolved_off_the_heartbeat_and_again_for_a_new_topic_at_most_every_ten_seconds() -> None:
@@ -173,29 +173,30 @@ def test_more_partitions_or_a_re_created_topic_move_the_group_epoch() -> None:
     node = Node()
     a = node.send(hb("A", 0, join=True))
     grown = {"orders": (ORDERS, 8)}
-    a = node.send(hb("A", 1, [0, 1, 2, 3, 4, 5]), grown)
-    assert (a.member_epoch, owned(a)) == (2, list(range(8)))
+    a = node.send(hb("A", 2, [0, 1, 2, 3, 4, 5]), grown)
+    assert (a.member_epoch, owned(a)) == (3, list(range(8)))
     new_id = uuid.UUID(int=12)
     recreated = {"orders": (new_id, 8)}
-    a = node.send(hb("A", 2, list(range(8))), recreated)
-    assert (a.member_epoch, a.assignment) == (2, {})  # first give up the old topic's partitions
-    a = node.send(hb("A", 2, []), recreated)
-    assert (a.member_epoch, owned(a, new_id)) == (3, list(range(8)))  # then the new topic's
+    a = node.send(hb("A", 3, list(range(8))), recreated)
+    assert (a.member_epoch, a.assignment) == (3, {})  # first give up the old topic's partitions
+    a = node.send(hb("A", 3, []), recreated)
+    assert (a.member_epoch, owned(a, new_id)) == (4, list(range(8)))  # then the new topic's
 
 
 @pytest.mark.parametrize("member, epoch, version, expected", [
-    ("A", 1, 9, E.NONE),
-    ("A", 0, 9, E.STALE_MEMBER_EPOCH),
-    ("A", 2, 9, E.STALE_MEMBER_EPOCH),
-    ("nobody", 1, 9, E.UNKNOWN_MEMBER_ID),
-    ("A", 1, 8, E.UNSUPPORTED_VERSION),
+    ("A", 2, 9, E.NONE),
+    ("A", 0, 9, E.STALE_MEMBER_EPOCH),  # older than the partition's assignment epoch (2)
+    ("A", 1, 9, E.STALE_MEMBER_EPOCH),
+    ("A", 3, 9, E.STALE_MEMBER_EPOCH),  # newer than the member's
+    ("nobody", 2, 9, E.UNKNOWN_MEMBER_ID),
+    ("A", 2, 8, E.UNSUPPORTED_VERSION),
     ("", -1, 9, E.UNKNOWN_MEMBER_ID),  # the group has members: no admin commit
 ])
 def test_who_may_commit_a_consumer_groups_offsets(member: str, epoch: int, version: int, expected: ErrorCode) -> None:
     node = Node()
     node.send(hb("A", 0, join=True))
-    codes = commit_offsets(node.coordinator, "g", epoch, member, None, [OffsetToCommit("orders", 0, 5)], 0,
-                           node.h.now, version)
+    codes = commit_offsets(node.coordinator, "g", epoch, member, None,
+                           [OffsetToCommit("orders", 0, 5, topic_id=ORDERS)], 0, node.h.now, version)
     assert codes == {("orders", 0): expected}
 
 
@@ -203,10 +204,10 @@ def test_who_may_fetch_a_consumer_groups_offsets() -> None:
     node = Node()
     node.send(hb("A", 0, join=True))
     fetch = fetch_offsets
-    assert fetch(node.coordinator, "g", None, "A", 1)[0] is E.NONE
+    assert fetch(node.coordinator, "g", None, "A", 2)[0] is E.NONE
     assert fetch(node.coordinator, "g", None, None, -1)[0] is E.NONE  # an admin tool
-    assert fetch(node.coordinator, "g", None, "A", 0)[0] is E.STALE_MEMBER_EPOCH
-    assert fetch(node.coordinator, "g", None, "B", 1)[0] is E.UNKNOWN_MEMBER_ID
+    assert fetch(node.coordinator, "g", None, "A", 1)[0] is E.STALE_MEMBER_EPOCH  # the exact epoch only
+    assert fetch(node.coordinator, "g", None, "B", 2)[0] is E.UNKNOWN_MEMBER_ID
     assert fetch(node.coordinator, "g", None, "", -1)[0] is E.UNKNOWN_MEMBER_ID  # only null skips the check
 
 
@@ -215,7 +216,7 @@ def test_a_static_member_that_left_is_still_a_member_for_commits() -> None:
     node.send(hb("A", 0, join=True, instance_id="i-a"))
     node.send(hb("A", -2, instance_id="i-a"))
     commit = [OffsetToCommit("orders", 0, 5)]
-    assert commit_offsets(node.coordinator, "g", 1, "A", None, commit, 0, node.h.now) == {
+    assert commit_offsets(node.coordinator, "g", 2, "A", None, commit, 0, node.h.now) == {
         ("orders", 0): E.STALE_MEMBER_EPOCH}  # it is at epoch -2 now
     assert commit_offsets(node.coordinator, "g", -1, "", None, commit, 0, node.h.now) == {
         ("orders", 0): E.UNKNOWN_MEMBER_ID}  # the group is not empty
@@ -243,7 +244,7 @@ def test_delete_groups_takes_an_empty_consumer_group_and_its_offsets_and_refuses
 
     node = Node()
     node.send(hb("A", 0, join=True))
-    commit_offsets(node.coordinator, "g", 1, "A", None, [OffsetToCommit("orders", 0, 7)], 0, node.h.now)
+    commit_offsets(node.coordinator, "g", 2, "A", None, [OffsetToCommit("orders", 0, 7)], 0, node.h.now)
     assert delete_groups(node.coordinator, ["g", "nope"]) == {"g": E.NON_EMPTY_GROUP, "nope": E.GROUP_ID_NOT_FOUND}
     node.send(hb("A", -1))
     assert delete_groups(node.coordinator, ["g"]) == {"g": E.NONE}

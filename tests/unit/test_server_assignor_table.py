@@ -33,7 +33,8 @@ def test_the_defaults_are_the_table_its_first_first() -> None:
 
 def test_an_assignor_added_to_the_table_is_accepted_and_served(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(SERVER_ASSIGNORS, "to-the-first", everything_to_the_first)
-    config = CoordinatorConfig(group_consumer_assignors=("to-the-first", "uniform"))  # no ValueError
+    config = CoordinatorConfig(group_consumer_assignors=("to-the-first", "uniform"),  # no ValueError
+                               group_consumer_assignment_interval_ms=0)
     group = ConsumerGroup("g", GroupSettings.of(config))
     join = {"rebalance_timeout_ms": 60000, "subscribed_topic_names": ["orders"], "topic_partitions": []}
     topics = {"orders": (ORDERS, 4)}

@@ -9,7 +9,7 @@ JoinGroup, SyncGroup and Heartbeat:
   leader and no member list (nothing is assigned on the client side); the owned partitions its
   subscription states acknowledge what it gave up;
 - its SyncGroup answers what it may own now, in the consumer protocol's encoding;
-- its Heartbeat answers REBALANCE_IN_PROGRESS when it must join again to move on: the group epoch
+- its Heartbeat answers REBALANCE_IN_PROGRESS when it must join again to move on: the target epoch
   moved past its epoch, it must give partitions up, or partitions it waited for are free now;
 - it must send SyncGroup within its rebalance timeout after a join, and join again within it after
   being told to; its session is its JoinGroup's session timeout, kept alive by any of the three.
@@ -78,6 +78,7 @@ def join(group: ConsumerGroup, req: JoinRequest, now: int, topics: Topics,
     except Exception:
         return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id)
     names = tuple(sorted(set(subscription.topics)))
+    dropped = bool(set(member.topics) - set(names))
     changed = names != member.topics or member.classic is None
     member.topics, member.rack_id = names, subscription.rack_id
     member.client_id, member.client_host = req.client_id, req.client_host
@@ -87,8 +88,8 @@ def join(group: ConsumerGroup, req: JoinRequest, now: int, topics: Topics,
         group.epoch += 1
         group.epoch_cause = (RebalanceCause.MEMBER_JOINED if joined else RebalanceCause.SUBSCRIPTION_CHANGED
                              if changed else RebalanceCause.TOPICS_CHANGED)
-    group.maybe_assign(topics)
-    group.reconcile(member, _ids(subscription.owned_partitions, topics), now)
+    group.maybe_assign(topics, now)
+    group.reconcile(member, _ids(subscription.owned_partitions, topics), now, topics, dropped)
     member.session_ends_at = now + req.session_timeout_ms
     return JoinResult(E.NONE, member_id, member.assignment.epoch, PROTOCOL_TYPE, member.classic.protocol_name, "")
 
@@ -119,7 +120,9 @@ def heartbeat(group: ConsumerGroup, member_id: str, generation_id: int, now: int
         return E.ILLEGAL_GENERATION
     member.session_ends_at = now + member.classic.session_timeout_ms
     state = member.assignment.state
-    if (member.assignment.epoch < group.epoch or state is MemberAssignmentState.UNREVOKED_PARTITIONS
+    # Kafka 4.3: against the target's epoch, not the group's (the target may lag it by the
+    # assignment interval, and a rejoin before it is computed would change nothing)
+    if (member.assignment.epoch < group.assignment_epoch or state is MemberAssignmentState.UNREVOKED_PARTITIONS
             or (state is MemberAssignmentState.UNRELEASED_PARTITIONS and not waiting(group, member))):
         if member.classic.deadline is None:
             member.classic.deadline = now + member.rebalance_timeout_ms

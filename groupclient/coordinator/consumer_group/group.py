@@ -1,17 +1,25 @@
 """One consumer-protocol group (KIP-848) on the coordinator's side, sans-IO: a ConsumerGroupHeartbeat
-in, its answer out, with the rules of Kafka 4.1's ``GroupMetadataManager``.  No clock (``now`` is
+in, its answer out, with the rules of Kafka 4.4's ``GroupMetadataManager``.  No clock (``now`` is
 given), no I/O, no lock: the coordinator's group core owns it and calls it under its own
-discipline.
+discipline.  docs/coordinator.md tables where Kafka 4.1 answered otherwise.
 
+- A group starts at **epoch 1**, with an empty target at epoch 1: the first target computed is
+  epoch 2 (Kafka 4.3).
 - The **group epoch** grows when the topic names a member subscribes to change (a new member's
-  included), when a member is removed, and when the metadata of the subscribed topics changes (a
-  topic created, deleted, re-created or grown; a pattern resolved to other topics) — not for an
-  assignor, rack or timeout change; the **target assignment** is computed again (the assignor most
-  members ask for) when the group epoch moved past the assignment's epoch; each member then moves
-  towards its target as :mod:`.reconciliation` says (revoke first, receive only what others released).
+  included), when a member drops its pattern, when a member is removed, when the assignor most
+  members ask for changes, and when the metadata of the subscribed topics changes (a topic
+  created, deleted, re-created or grown; a pattern resolved to other topics) — not for a rack or
+  timeout change, nor for a new pattern until it is resolved.
+- The **target assignment** is computed again (by the assignor most members ask for) when the
+  group epoch moved past the assignment's epoch, by a heartbeat that comes at least
+  ``assignment_interval_ms`` after the last computation (KIP-1263's batching, Kafka 4.3; 0 computes
+  at once): meanwhile members move towards the previous target at its epoch, and the group is
+  Assigning.  Each member moves towards its target as :mod:`.reconciliation` says (revoke first,
+  receive only what others released).
 - A heartbeat at a greater epoch, or at a smaller one that is not the previous epoch with owned
-  partitions it still has, is FENCED_MEMBER_EPOCH — a join (epoch 0) of a known member id too;
-  an unknown member is UNKNOWN_MEMBER_ID; a static member's instance id held by a live member is
+  partitions it still has, is FENCED_MEMBER_EPOCH; a join (epoch 0) of a known member id is
+  taken and answered with its whole assignment (Kafka 4.2); an unknown member is
+  UNKNOWN_MEMBER_ID; a static member's instance id held by a live member is
   UNRELEASED_INSTANCE_ID, held by another member id FENCED_INSTANCE_ID.
 - Epoch -1 leaves; -2 (a static member) stays at epoch -2 holding its partitions until its session
   (counted from its last heartbeat) ends, and the same instance id joining meanwhile takes its place
@@ -30,7 +38,7 @@ from ..config import CoordinatorConfig
 from ..group_base.rebalance import RebalanceCause
 from .assignors import SERVER_ASSIGNORS, MemberSpec
 from .errors import HeartbeatError
-from .reconciliation import MemberAssignment, MemberAssignmentState, Partitions, next_assignment
+from .reconciliation import MemberAssignment, MemberAssignmentState, Partitions, next_assignment, since_zero
 from .subscriptions import SubscribedTopics, Topics, compile_regex
 from .validation import regex_of, validate_heartbeat
 
@@ -47,12 +55,14 @@ class GroupSettings:
     session_timeout_ms: int = 45000
     max_size: int = 2**31 - 1
     assignors: tuple[str, ...] = tuple(SERVER_ASSIGNORS)  # the first is the default
+    assignment_interval_ms: int = 1000  # group.consumer.assignment.interval.ms (KIP-1263, Kafka 4.3)
 
     @classmethod
     def of(cls, config: CoordinatorConfig) -> GroupSettings:
         """The settings a coordinator's configuration gives its consumer groups."""
         return cls(config.group_consumer_heartbeat_interval_ms, config.group_consumer_session_timeout_ms,
-                   config.group_consumer_max_size, config.group_consumer_assignors)
+                   config.group_consumer_max_size, config.group_consumer_assignors,
+                   config.group_consumer_assignment_interval_ms)
 
 
 @dataclass
@@ -97,6 +107,7 @@ class Member:
 
 
 STATIC_LEFT = -2
+INITIAL_EPOCH = 1
 
 
 @dataclass(frozen=True)
@@ -115,14 +126,18 @@ class ConsumerGroup:
     def __init__(self, group_id: str, settings: GroupSettings | None = None) -> None:
         self.group_id = group_id
         self.settings = settings or GroupSettings()
-        self.epoch = 0
-        self.assignment_epoch = 0
+        # Kafka 4.3 (KAFKA-20268): a group starts at epoch 1, its empty target at epoch 1 too, so
+        # the first target computed is epoch 2 and every member epoch is above 0
+        self.epoch = INITIAL_EPOCH
+        self.assignment_epoch = INITIAL_EPOCH
+        self.assigned_at: int | None = None  # when the target was last computed (None: never, or unknown)
         self.target: dict[str, Partitions] = {}
         self.members: dict[str, Member] = {}
         # the subscribed topics' ids and partition counts when the group epoch last moved: a
         # change (a topic created, deleted, re-created or grown) moves the epoch again
         self.subscribed = SubscribedTopics()
         self.assignor_name = self.settings.assignors[0]
+        self.preferred_assignor = self.assignor_name  # the assignor most members ask for, as last counted
         self.joins = 0  # members that ever joined: their order in descriptions
 
     @property
@@ -146,7 +161,7 @@ class ConsumerGroup:
         validate_heartbeat(request, self.settings.assignors)
         if request.member_epoch in (-1, STATIC_LEFT):
             return self._leave(request)
-        self._throw_if_full(request.member_id)
+        self._throw_if_full(request.member_id, request.instance_id)
         if request.instance_id is None:
             member = self._dynamic(request, client_id, client_host)
         else:
@@ -154,19 +169,24 @@ class ConsumerGroup:
         member.client_id, member.client_host = client_id or member.client_id, client_host or member.client_host
         before = (member.topics, member.regex, len(self.members))
         changed = self._update_subscription(member, request)
+        subscription_changed = (member.topics, member.regex) != before[:2]
         moved = self.subscribed.refresh(self.members.values(), topics,
                                         force=(member.topics, member.regex, len(self.members)) != before)
-        if changed or moved or self.epoch == 0:
+        # Kafka 4.4 (KAFKA-20434): the assignor most members ask for changing moves the epoch too
+        preferred = self._preferred_assignor()
+        changed = changed or preferred != self.preferred_assignor
+        self.preferred_assignor = preferred
+        if changed or moved:
             self.epoch += 1
             # a join (epoch 0 here: a new member, or a static one back) states its subscription too
             self.epoch_cause = (RebalanceCause.MEMBER_JOINED if request.member_epoch == 0
                                 else RebalanceCause.SUBSCRIPTION_CHANGED if changed else RebalanceCause.TOPICS_CHANGED)
         self.resolution_due = self.subscribed.resolution_due(topics, now)
         member.session_ends_at = now + self.settings.session_timeout_ms
-        self.maybe_assign(topics)
+        self.maybe_assign(topics, now)
         owned = None if request.topic_partitions is None else {
             tp.topic_id: frozenset(tp.partitions) for tp in request.topic_partitions if tp.partitions}
-        self.reconcile(member, owned, now)
+        self.reconcile(member, owned, now, topics, subscription_changed)
         full = request.member_epoch == 0 or (
             request.rebalance_timeout_ms != -1 and request.topic_partitions is not None
             and (request.subscribed_topic_names is not None or regex_of(request) is not None))
@@ -191,13 +211,23 @@ class ConsumerGroup:
             return True
         return False
 
-    def reconcile(self, member: Member, owned: Partitions | None, now: int) -> None:
+    def reconcile(self, member: Member, owned: Partitions | None, now: int, topics: Topics | None = None,
+                  subscription_changed: bool = False) -> None:
         """Move the member towards its target, given what it says it owns (None: not stated); a
-        member told to give partitions up has its rebalance timeout to do so."""
+        member told to give partitions up has its rebalance timeout to do so.  Only the topics it
+        subscribes to count (``topics``: the cluster's; None: every topic of its target), and what
+        it holds of others it gives up at once when its subscription just changed, without waiting
+        for a new target (Kafka 4.2)."""
+        subscribed = None if topics is None else frozenset(
+            topics[t][0] for t in self.subscribed.topics_of(member) if t in topics)
+        before = member.assignment
         member.assignment = next_assignment(member.member_id, member.assignment, self.assignment_epoch,
-                                            self.target.get(member.member_id, {}), owned, self._lazy_holders())
+                                            self.target.get(member.member_id, {}), owned, self._lazy_holders(),
+                                            subscribed, subscription_changed)
         if member.assignment.state is MemberAssignmentState.UNREVOKED_PARTITIONS:
-            if member.revoke_by is None:
+            # a new revocation (more to give up, even at the same epoch) gets the whole timeout
+            # again, as Kafka schedules the rebalance timeout anew whenever the member changed
+            if member.revoke_by is None or member.assignment != before:
                 member.revoke_by = now + member.rebalance_timeout_ms
         else:
             member.revoke_by = None
@@ -231,7 +261,9 @@ class ConsumerGroup:
         return held_by
 
     # -- who sends it ----------------------------------------------------------------------------
-    def _throw_if_full(self, member_id: str) -> None:
+    def _throw_if_full(self, member_id: str, instance_id: str | None) -> None:
+        if instance_id is not None and any(m.instance_id == instance_id for m in self.members.values()):
+            return  # Kafka 4.4 (KAFKA-20601): a static member comes back to a full group
         if len(self.members) >= self.settings.max_size and (not member_id or member_id not in self.members):
             raise HeartbeatError(E.GROUP_MAX_SIZE_REACHED, f"The consumer group has reached its maximum capacity of "
                                  f"{self.settings.max_size} members.")
@@ -273,7 +305,8 @@ class ConsumerGroup:
             del self.members[holder.member_id]
             member = Member(member_id, instance, request.rack_id, client_id, client_host, holder.topics,
                             holder.regex, holder.server_assignor, holder.rebalance_timeout_ms,
-                            MemberAssignment(0, 0, MemberAssignmentState.STABLE, holder.assignment.assigned),
+                            MemberAssignment(0, 0, MemberAssignmentState.STABLE, holder.assignment.assigned,
+                                             since=holder.assignment.since),
                             joined_at=holder.joined_at)
             self.target[member_id] = self.target.pop(holder.member_id, {})
             self.members[member_id] = member
@@ -303,8 +336,11 @@ class ConsumerGroup:
             if regex and not self.subscribed.is_resolved(regex) and not any(
                     m.regex == regex for m in self.members.values()):
                 compile_regex(regex)  # INVALID_REGULAR_EXPRESSION when new to the group
+            dropped = member.regex is not None and not regex
             member.regex = regex or None
-            changed = changed or (member.regex is not None and self.subscribed.is_resolved(member.regex))
+            # a pattern another member resolved already moves the epoch now; a new one once it is
+            # resolved (off the heartbeat); dropping a pattern at once (Kafka 4.2)
+            changed = changed or dropped or (member.regex is not None and self.subscribed.is_resolved(member.regex))
         if request.server_assignor is not None:
             member.server_assignor = request.server_assignor
         if request.rack_id is not None:
@@ -314,16 +350,27 @@ class ConsumerGroup:
         return changed
 
     # -- the target assignment ---------------------------------------------------------------------
-    def maybe_assign(self, topics: Topics) -> None:
-        """Compute the target assignment again if the group epoch moved past it."""
+    def maybe_assign(self, topics: Topics, now: int) -> None:
+        """Compute the target assignment again if the group epoch moved past it, and the last one
+        was computed at least the assignment interval ago (KIP-1263's batching, Kafka 4.3: meanwhile
+        members move towards the previous target, at its epoch, and the group is Assigning)."""
         if self.assignment_epoch >= self.epoch:
             return
-        self.assignor_name = self._preferred_assignor()
+        interval = self.settings.assignment_interval_ms
+        if self.assigned_at is not None and interval > 0 and now < self.assigned_at + interval:
+            return
+        self.assignor_name = self.preferred_assignor = self._preferred_assignor()
         partitions = {topic_id: count for topic_id, count in self.subscribed.metadata.values()}
         specs = [MemberSpec(m.member_id, frozenset(topics[t][0] for t in self.subscribed.topics_of(m) if t in topics),
                             self.target.get(m.member_id, {}), m.instance_id) for m in self.members.values()]
         self.target = dict(SERVER_ASSIGNORS[self.assignor_name](specs, partitions))
         self.assignment_epoch = self.epoch
+        self.assigned_at = now
+
+    def count_preferred_assignor(self) -> None:
+        """Take the assignor most members ask for now as the one last counted (a group rebuilt
+        from its records)."""
+        self.preferred_assignor = self._preferred_assignor()
 
     def _preferred_assignor(self) -> str:
         """The server assignor most members ask for (Kafka's), else the first configured one."""
@@ -349,9 +396,12 @@ class ConsumerGroup:
             if member.member_id != member_id:
                 raise self._fenced_instance(member_id, instance, member)
         if request.member_epoch == STATIC_LEFT:
-            # stays at epoch -2 with what it owns; its session runs on from its last heartbeat
+            # stays at epoch -2 with what it owns; its session runs on from its last heartbeat.  Its
+            # partitions' assignment epochs go back to 0 (Kafka 4.3, KIP-1251): commits under its
+            # old member id are fenced, and the instance back holds them from epoch 0
+            held = member.assignment.assigned
             member.assignment = MemberAssignment(STATIC_LEFT, member.assignment.epoch, MemberAssignmentState.STABLE,
-                                                 member.assignment.assigned)
+                                                 held, since=since_zero(held))
             member.revoke_by = None
         else:
             self.remove([member], RebalanceCause.MEMBER_LEFT)
@@ -363,8 +413,13 @@ class ConsumerGroup:
             del self.members[member.member_id]
             self.target.pop(member.member_id, None)
         self.subscribed.refresh(self.members.values(), self.subscribed_topics())
+        self.preferred_assignor = self._preferred_assignor()
         self.epoch += 1
         self.epoch_cause = cause
+        if not self.members:
+            # Kafka 4.4 (KAFKA-20442): an empty group's target is the empty one, at the group's
+            # epoch, and the next member's is computed at once
+            self.target, self.assignment_epoch, self.assigned_at = {}, self.epoch, None
 
     def subscribed_topics(self) -> Topics:
         """The subscribed topics' metadata as last looked at (what a removal compares against)."""
@@ -380,9 +435,13 @@ class ConsumerGroup:
 
 
 def _check_epoch(member: Member, request: Any) -> None:
-    """Kafka's throwIfConsumerGroupMemberEpochIsInvalid: a greater epoch is fenced; a smaller one
-    only passes as the previous epoch with owned partitions the member still has (its answer was lost)."""
+    """Kafka's throwIfConsumerGroupMemberEpochIsInvalid: epoch 0 (a member joining again under its
+    id, Kafka 4.2's KAFKA-19233) passes and is given its whole assignment; a greater epoch is
+    fenced; a smaller one only passes as the previous epoch with owned partitions the member still
+    has (its answer was lost)."""
     received, current = request.member_epoch, member.assignment.epoch
+    if received == 0:
+        return
     if received > current:
         raise HeartbeatError(E.FENCED_MEMBER_EPOCH, f"The consumer group member has a greater member epoch "
                              f"({received}) than the one known by the group coordinator ({current}). The member "

@@ -44,6 +44,8 @@ def member_record(group: ConsumerGroup, member: Member) -> Record:
         "rebalance_timeout_ms": member.rebalance_timeout_ms, "joined_at": member.joined_at,
         "epoch": a.epoch, "previous_epoch": a.previous_epoch, "state": a.state.value,
         "assigned": _partitions(a.assigned), "revoking": _partitions(a.revoking),
+        # each held partition's assignment epoch, as [topic, partition, epoch] (Kafka 4.3's AssignmentEpochs)
+        "since": [[str(t), p, e] for (t, p), e in sorted(a.since.items())],
         "target": _partitions(group.target.get(member.member_id, {})),
         "classic": None if member.classic is None else {
             "session_timeout_ms": member.classic.session_timeout_ms,
@@ -61,8 +63,11 @@ def rebuild(group: Record, members: Iterable[Record], settings: GroupSettings | 
         {name: (uuid.UUID(tid), count) for name, (tid, count) in group["subscribed"].items()},
         {pattern: frozenset(names) for pattern, names in group["matches"].items()})
     for m in sorted(members, key=lambda r: r["joined_at"]):
+        # a record without "since" (written before Kafka 4.3's per-partition epochs were kept) gives
+        # every partition the member's epoch, as Kafka loads such a record
+        since = {(uuid.UUID(t), p): e for t, p, e in m.get("since", ())}
         assignment = MemberAssignment(m["epoch"], m["previous_epoch"], MemberAssignmentState(m["state"]),
-                                      _parse_partitions(m["assigned"]), _parse_partitions(m["revoking"]))
+                                      _parse_partitions(m["assigned"]), _parse_partitions(m["revoking"]), since)
         classic = m.get("classic")
         member = Member(m["member_id"], m["instance_id"], m["rack_id"], m["client_id"], m["client_host"],
                         tuple(m["topics"]), m["regex"], m["server_assignor"], m["rebalance_timeout_ms"], assignment,
@@ -71,6 +76,7 @@ def rebuild(group: Record, members: Iterable[Record], settings: GroupSettings | 
                             tuple((name, base64.b64decode(data)) for name, data in classic["protocols"])))
         rebuilt.members[member.member_id] = member
         rebuilt.target[member.member_id] = _parse_partitions(m["target"])
+    rebuilt.count_preferred_assignor()  # what the loaded members ask for: no epoch move on their next heartbeat
     return rebuilt
 
 

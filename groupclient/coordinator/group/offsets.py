@@ -3,6 +3,7 @@ classic group's by its rules, a consumer group's by :mod:`..consumer_group.offse
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from ...error_codes import ErrorCode
@@ -25,6 +26,7 @@ class OffsetToCommit:
     offset: int
     leader_epoch: int = -1
     metadata: str | None = None
+    topic_id: uuid.UUID | None = None  # the topic's id where known (a consumer group's commit is fenced by it)
 
 
 def commit_offsets(
@@ -43,7 +45,11 @@ def commit_offsets(
     group = coordinator.groups.get(group_id)
     consumer_group = coordinator.consumer.get(group_id) if not error else None
     if consumer_group is not None:
-        error = offset_commit_error(consumer_group, member_id, generation_id, api_version)
+        # a partition whose metadata is too large is refused as such, not checked (Kafka's order)
+        limit = coordinator.config.offset_metadata_max_bytes
+        error = offset_commit_error(consumer_group, member_id, generation_id, api_version,
+                                    [(o.topic_id, o.partition) for o in offsets
+                                     if o.metadata is None or len(o.metadata.encode()) <= limit])
     elif not error:
         if group is None:
             if generation_id < 0:

@@ -35,13 +35,20 @@ def _assignment(ctx: RequestContext, partitions: Mapping[uuid.UUID, frozenset[in
     return Assignment(topic_partitions=named)
 
 
+def _union(a: Mapping[uuid.UUID, frozenset[int]],
+           b: Mapping[uuid.UUID, frozenset[int]]) -> dict[uuid.UUID, frozenset[int]]:
+    return {t: a.get(t, frozenset()) | b.get(t, frozenset()) for t in {*a, *b}}
+
+
 def _member(ctx: RequestContext, group: ConsumerGroup, member: Member) -> Any:
     return DescribedMember(
         member_id=member.member_id, instance_id=member.instance_id, rack_id=member.rack_id,
         member_epoch=member.assignment.epoch if not member.left_static else -2,
         client_id=member.client_id, client_host=member.client_host,
         subscribed_topic_names=list(member.topics), subscribed_topic_regex=member.regex or "",
-        assignment=_assignment(ctx, member.assignment.assigned),
+        # what it holds and what it is still giving up (Kafka 4.3, KAFKA-20431: it is responsible
+        # for those until it has)
+        assignment=_assignment(ctx, _union(member.assignment.assigned, member.assignment.revoking)),
         target_assignment=_assignment(ctx, group.target.get(member.member_id, {})),
         member_type=CLASSIC_MEMBER if member.classic is not None else CONSUMER_MEMBER)
 
@@ -59,7 +66,9 @@ def _describe(ctx: RequestContext, group_id: str) -> Any:
     members = sorted(group.members.values(), key=lambda m: m.joined_at)
     return Described(
         error_code=0, error_message=None, group_id=group_id, group_state=group.state, group_epoch=group.epoch,
-        assignment_epoch=group.assignment_epoch, assignor_name=group.assignor_name,
+        # the assignor most members ask for now (Kafka's preferredServerAssignor), which the next
+        # target will be computed with
+        assignment_epoch=group.assignment_epoch, assignor_name=group.preferred_assignor,
         members=[_member(ctx, group, m) for m in members], authorized_operations=NO_OPERATIONS)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kafka.protocol.consumer.group import OffsetCommitResponse
@@ -43,7 +44,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     unknown = {(o.topic, o.partition) for o in offsets
                if (t := topics.get(o.topic)) is None or not 0 <= o.partition < len(t.partitions)}
     codes = {key: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for key in unknown}
-    known = [o for o in offsets if (o.topic, o.partition) not in unknown]
+    known = [replace(o, topic_id=topics[o.topic].topic_id) for o in offsets if (o.topic, o.partition) not in unknown]
     if known or not unknown:
         codes.update(commit_offsets(ctx.node.coordinator, req.group_id, req.generation_id_or_member_epoch,
                                     req.member_id, instance_id, known, ctx.wall_ms, ctx.now, ctx.api_version))
