@@ -385,13 +385,16 @@ def classic_member(scene: Scene, group: str, protocol_type: str = "consumer") ->
     return classic_join(scene, group, first.member_id, protocol_type)
 
 
-def classic_sync(scene: Scene, group: str, joined: Any, assignments: dict[str, frozenset[int]]) -> Any:
-    """SyncGroup v5 (the leader's ``assignments`` by member id, or none): its answer."""
+def classic_sync(scene: Scene, group: str, joined: Any, assignments: dict[str, frozenset[int]],
+                 user_data: bytes | None = None) -> Any:
+    """SyncGroup v5 (the leader's ``assignments`` by member id, or none, each with ``user_data``
+    as a custom assignor leaves): its answer."""
     answer = scene.wire.call(SyncGroupRequest(
         version=5, group_id=group, generation_id=joined.generation_id, member_id=joined.member_id,
         group_instance_id=None, protocol_type="consumer", protocol_name="range", assignments=[
             SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=encode_assignment(
-                Assignment([TopicPartition(scene.topic, p) for p in sorted(ps)]))) for m, ps in assignments.items()]),
+                Assignment([TopicPartition(scene.topic, p) for p in sorted(ps)], user_data)))
+            for m, ps in assignments.items()]),
         SyncGroupResponse)
     return answer
 

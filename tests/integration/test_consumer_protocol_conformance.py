@@ -412,7 +412,10 @@ def test_a_consumer_member_joins_a_classic_group(scene: Scene) -> None:
     classic member's next Heartbeat answers REBALANCE_IN_PROGRESS.  A classic group of another
     protocol type ("connect") is not: X's join answers GROUP_ID_NOT_FOUND "Cannot upgrade classic
     group <group> to consumer group because the group does not use the consumer embedded
-    protocol."."""
+    protocol.".  Nor is one whose assignment carries user data (a custom assignor's): X's join
+    answers GROUP_ID_NOT_FOUND "Cannot upgrade classic group <group> to consumer group because an
+    unsupported custom assignor is in use. Please refer to the documentation or switch to a
+    default assignor before re-attempting the upgrade."."""
     joined = classic_member(scene, scene.group)
     assert (joined.error_code, joined.generation_id, joined.leader == joined.member_id) == (E.NONE, 1, True), joined
     synced_all = classic_sync(scene, scene.group, joined, {joined.member_id: ALL})
@@ -432,6 +435,17 @@ def test_a_consumer_member_joins_a_classic_group(scene: Scene) -> None:
             "embedded protocol."))
     finally:
         connect.wire.close()
+    group = unique("custom")
+    custom = Scene(scene.bootstrap, scene.topic, scene.topic_id, group, coordinator_of(scene.bootstrap, group))
+    try:
+        leader = classic_member(custom, custom.group)
+        assert synced(custom, classic_sync(custom, custom.group, leader, {leader.member_id: ALL}, b"mine"))[0] == E.NONE
+        assert custom.member("X").join() == refused(E.GROUP_ID_NOT_FOUND, (
+            "Cannot upgrade classic group <group> to consumer group because an unsupported custom assignor is in use. "
+            "Please refer to the documentation or switch to a default assignor before re-attempting the upgrade."))
+        assert classic_heartbeat(custom, custom.group, leader) == E.NONE  # still the classic group it was
+    finally:
+        custom.wire.close()
 
 
 STATIC, DEFAULT = 4, 5  # ConfigSource: the broker's server.properties, or Kafka's default

@@ -240,6 +240,62 @@ def test_a_plain_client_on_a_tls_listener_gets_nowhere(certs: Certificates, tmp_
         wire.close()
 
 
+
+def test_one_user_cannot_act_for_another_users_consumer_protocol_member() -> None:
+    """The same for a consumer-protocol member: bob names alice's member id in ConsumerGroupHeartbeat
+    (at its epoch, and leaving with -1) and in OffsetCommit v9, and alice's instance id in a join:
+    UNKNOWN_MEMBER_ID, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID; alice's member keeps its epoch and
+    partitions through all of it, and alice herself may heartbeat for it."""
+    from kafka.protocol.consumer.group import OffsetCommitRequest
+
+    from groupclient.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest as Beat
+
+    with cluster_with(ListenerSecurity("SASL_PLAINTEXT", users=USERS)) as cluster:
+        cluster.create_topic("owned", 2)
+        alice = GroupConsumer("owned", bootstrap_servers=cluster.bootstrap_servers, group_id="g848",
+                              group_protocol="consumer", group_instance_id="alice-1",
+                              security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256",
+                              sasl_plain_username="alice", sasl_plain_password="alice-secret")
+        try:
+            assert wait_until(lambda: (alice.poll(100) is not None) and len(alice.assignment()) == 2, 30)
+            member = alice._group.member  # type: ignore[union-attr]
+            member_id, epoch = member.member_id, member.epoch
+            owned = [Beat.TopicPartitions(topic_id=tp_id, partitions=[0, 1])
+                     for tp_id in [cluster._core.topics.ids_and_counts()["owned"][0]]]  # type: ignore[union-attr]
+
+            def beat(member_epoch: int, instance: str | None = "alice-1", member: str = member_id, **join: Any) -> Any:
+                return Beat(version=1, group_id="g848", member_id=member, member_epoch=member_epoch,
+                            instance_id=instance, topic_partitions=[] if join else owned, **join)
+
+            OCT = OffsetCommitRequest.OffsetCommitRequestTopic
+            OCP = OCT.OffsetCommitRequestPartition
+            commit = OffsetCommitRequest(version=9, group_id="g848", generation_id_or_member_epoch=epoch,
+                                         member_id=member_id, group_instance_id=None, topics=[OCT(
+                                             name="owned", partitions=[OCP(partition_index=0, committed_offset=99,
+                                                                           committed_leader_epoch=-1,
+                                                                           committed_metadata="")])])
+            bob = sasl_wire(cluster.bootstrap_servers, "bob", "bob-secret")
+            try:
+                answers = {"heartbeat": bob.request(beat(epoch, instance=None)).error_code,
+                           "leave": bob.request(beat(-1, instance=None)).error_code,
+                           "commit": bob.request(commit).topics[0].partitions[0].error_code,
+                           "join": bob.request(beat(0, member="bob-member-id-000000", rebalance_timeout_ms=10000,
+                                                    subscribed_topic_names=["owned"])).error_code}
+            finally:
+                bob.close()
+            assert answers == {"heartbeat": ErrorCode.UNKNOWN_MEMBER_ID, "leave": ErrorCode.UNKNOWN_MEMBER_ID,
+                               "commit": ErrorCode.UNKNOWN_MEMBER_ID, "join": ErrorCode.FENCED_INSTANCE_ID}, answers
+            alice_wire = sasl_wire(cluster.bootstrap_servers, "alice", "alice-secret")  # the same user may
+            try:
+                assert alice_wire.request(beat(epoch)).error_code == ErrorCode.NONE
+            finally:
+                alice_wire.close()
+            assert cluster.committed_offsets("g848") == {}
+            assert holds_for(lambda: (alice.poll(50) is not None) and len(alice.assignment()) == 2
+                             and member.epoch == epoch, 1.0)
+        finally:
+            alice.close()
+
 # -- Apache Kafka 4.4 with SASL_SSL (tests/kafka/broker.py) ---------------------------------------
 @pytest.mark.kafka
 def test_a_mixed_group_over_sasl_ssl_on_kafka(kafka_broker: Any) -> None:

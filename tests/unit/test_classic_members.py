@@ -152,3 +152,27 @@ def test_a_live_classic_group_of_another_protocol_type_is_not_upgraded() -> None
                                 "the consumer embedded protocol.")
     else:
         raise AssertionError("the upgrade was not refused")
+
+
+def test_a_live_classic_group_whose_assignor_left_user_data_is_not_upgraded() -> None:
+    """Kafka (ConsumerGroup.fromClassicGroup): an assignment carrying user data came from a custom
+    assignor, whose data the consumer protocol would lose: GROUP_ID_NOT_FOUND "Cannot upgrade
+    classic group g to consumer group because an unsupported custom assignor is in use. Please
+    refer to the documentation or switch to a default assignor before re-attempting the upgrade.";
+    the classic group stays as it was."""
+    node = Node()
+    [leader] = node.h.stable_group(1)
+    custom = encode_assignment(Assignment([TopicPartition("orders", p) for p in range(6)], user_data=b"mine"))
+    node.c.groups["g"].members[leader.member_id].assignment = custom
+    node.c.groups["g"].members[leader.member_id].protocols = list(SUBSCRIBED)
+    try:
+        node.beat("X", 0, [], join=True)
+    except Exception as refused:
+        assert getattr(refused, "code", None) is E.GROUP_ID_NOT_FOUND
+        assert str(refused) == (
+            "Cannot upgrade classic group g to consumer group because an unsupported custom assignor is in use. "
+            "Please refer to the documentation or switch to a default assignor before re-attempting the upgrade.")
+    else:
+        raise AssertionError("the upgrade was not refused")
+    assert "g" in node.c.groups and node.c.consumer.get("g") is None
+    assert node.h.heartbeat(leader.member_id, 1) == "NONE"

@@ -108,8 +108,7 @@ def test_group_ids_are_one_namespace_with_the_classic_groups() -> None:
     assert (code, message) == (E.GROUP_ID_NOT_FOUND, "Group classic is not a consumer group.")
     code, message = node.refused(hb("A", 0, join=True, group="classic"))  # its members' metadata is no subscription
     assert (code, message) == (E.GROUP_ID_NOT_FOUND, "Cannot upgrade classic group classic to consumer group because "
-                                                     "the embedded consumer protocol is malformed: Buffer underrun "
-                                                     "decoding string.")
+                                                     "the embedded consumer protocol is malformed.")
     node.send(hb("A", 0, join=True, group="g"))
     assert node.h.join(group="g", protocol_type="connect").join().error is E.INCONSISTENT_GROUP_PROTOCOL
     assert node.h.heartbeat("m", 1, group="g") == "UNKNOWN_MEMBER_ID"

@@ -3,14 +3,20 @@ over real sockets is in tests/integration/test_coordinator_limits.py)."""
 
 from __future__ import annotations
 
+import uuid
+from typing import Any
+
 from groupclient.coordinator.group.coordinator import LeavingMember
 from groupclient.coordinator.group.offsets import OffsetToCommit, commit_offsets
 from groupclient.coordinator.storage.group_store import CommittedOffset, GroupSnapshot
+
+from groupclient.error_codes import ErrorCode as E
 
 from .group_harness import Harness, group_store
 
 MINUTE = 60_000
 HOUR = 60 * MINUTE
+TOPIC_ID, OTHER_ID = uuid.UUID(int=1), uuid.UUID(int=2)
 
 
 def _commit(h: Harness, group: str, generation: int = -1, member: str = "", partition: int = 0) -> str:
@@ -128,3 +134,36 @@ def test_a_deleted_group_can_be_used_again() -> None:
     (member,) = h.stable_group(1)
     assert member.generation_id == 1
     assert _commit(h, "g", 1, member.member_id) == "NONE"
+
+
+def _consumer_protocol(h: Harness, member: str, epoch: int, topics: list[str], owned: list[int] | None = None) -> Any:
+    from groupclient.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest as Request
+
+    tps = None if owned is None else [Request.TopicPartitions(topic_id=TOPIC_ID, partitions=owned)]
+    request = Request(version=1, group_id="cg", member_id=member, member_epoch=epoch,
+                      rebalance_timeout_ms=60_000 if epoch == 0 else -1,
+                      subscribed_topic_names=topics if epoch == 0 else None,
+                      topic_partitions=[] if epoch == 0 else tps)
+    return h.coordinator.consumer.heartbeat(request, h.now, {"t": (TOPIC_ID, 1), "u": (OTHER_ID, 1)}, "c", "/h")
+
+
+def test_a_consumer_protocol_groups_offsets_expire_from_their_commit_once_no_member_subscribes_to_the_topic() -> None:
+    """Kafka 4.x (OffsetMetadataManager.cleanupExpiredOffsets): a consumer group's offset expires
+    once the retention has passed since its commit, if no member subscribes to its topic; the group
+    is deleted once it has neither members nor offsets.  (Offsets of an Empty consumer group were
+    kept for ever here before.)"""
+    h = Harness(offsets_retention_minutes=60, offsets_retention_check_interval_ms=MINUTE)
+    answer = _consumer_protocol(h, "A", 0, ["t"])
+    epoch = answer.member_epoch
+    for topic in ("t", "u"):
+        codes = commit_offsets(h.coordinator, "cg", epoch, "A", None, [OffsetToCommit(topic, 0, 5)],
+                               h.clock.wall_ms(), h.now)
+        assert set(codes.values()) == {E.NONE}, codes
+    for _ in range(140):  # an hour and ten minutes, A heartbeating every 30 s (its session is 45 s)
+        h.advance(30_000)
+        _consumer_protocol(h, "A", epoch, ["t"], [0])
+    # u's offset expired (nobody subscribes to u); t's is kept while A subscribes to it
+    assert set(h.store.offsets["cg"]) == {("t", 0)}
+    _consumer_protocol(h, "A", -1, ["t"])  # the group is Empty now, its offset committed 70 minutes ago
+    h.advance(2 * MINUTE)
+    assert h.store.offsets.get("cg", {}) == {} and h.coordinator.consumer.get("cg") is None

@@ -68,7 +68,7 @@ def join(group: ConsumerGroup, req: JoinRequest, now: int, topics: Topics,
     joined = member is None
     if member is None:  # Kafka keeps no pending ids here: the id it handed out, or any, joins
         member = Member(member_id, req.group_instance_id, None, req.client_id, req.client_host,
-                        joined_at=group.joins)
+                        joined_at=group.joins, principal=req.principal)
         group.joins += 1
         group.members[member_id] = member
     elif member.classic is None:

@@ -99,6 +99,9 @@ class Member:
     sent: Partitions | None = None  # the assignment its last answer carried
     joined_at: int = 0  # for listing members in the order they joined
     classic: ClassicProtocol | None = None  # a classic-protocol member (JoinGroup, SyncGroup, Heartbeat)
+    # the SASL user whose request created it: only that user may act for it (handlers/context.py,
+    # foreign_member); not journaled, as a classic member's is not
+    principal: str | None = None
 
     @property
     def left_static(self) -> bool:
@@ -139,6 +142,9 @@ class ConsumerGroup:
         self.assignor_name = self.settings.assignors[0]
         self.preferred_assignor = self.assignor_name  # the assignor most members ask for, as last counted
         self.joins = 0  # members that ever joined: their order in descriptions
+        # when each committed offset was committed (monotonic; a loaded group's count from the
+        # load): an offset of a topic no member subscribes to expires that long after (retention.py)
+        self.offset_commit_ms: dict[tuple[str, int], int] = {}
 
     @property
     def state(self) -> str:
@@ -154,7 +160,8 @@ class ConsumerGroup:
         return "Stable"
 
     # -- the heartbeat ---------------------------------------------------------------------------
-    def heartbeat(self, request: Any, now: int, topics: Topics, client_id: str = "", client_host: str = "") -> Answer:
+    def heartbeat(self, request: Any, now: int, topics: Topics, client_id: str = "", client_host: str = "",
+                  principal: str | None = None) -> Answer:
         """Apply one heartbeat (``request`` has ConsumerGroupHeartbeatRequest's fields); raises
         :class:`HeartbeatError` for an error answer.  ``resolution_due`` says afterwards whether the
         group's patterns should be resolved (:meth:`resolve_patterns`)."""
@@ -166,6 +173,8 @@ class ConsumerGroup:
             member = self._dynamic(request, client_id, client_host)
         else:
             member = self._static(request, client_id, client_host)
+        if member.principal is None:
+            member.principal = principal
         member.client_id, member.client_host = client_id or member.client_id, client_host or member.client_host
         before = (member.topics, member.regex, len(self.members))
         changed = self._update_subscription(member, request)

@@ -110,7 +110,8 @@ class ConsumerGroups:
         return group_id in self._registry
 
     # -- ConsumerGroupHeartbeat ------------------------------------------------------------------
-    def heartbeat(self, request: Any, now: int, topics: Topics, client_id: str, client_host: str) -> Answer:
+    def heartbeat(self, request: Any, now: int, topics: Topics, client_id: str, client_host: str,
+                  principal: str | None = None) -> Answer:
         """Apply one heartbeat; raises HeartbeatError for an error answer."""
         validate_heartbeat(request, self.settings.assignors)  # first, as Kafka's GroupCoordinatorService
         group_id = request.group_id
@@ -121,7 +122,7 @@ class ConsumerGroups:
         if not request.member_id:
             request.member_id = self._new_member_id()  # v0: the coordinator names a joining member
         epochs = (group.epoch, group.assignment_epoch)
-        answer = group.heartbeat(request, now, topics, client_id, client_host)
+        answer = group.heartbeat(request, now, topics, client_id, client_host, principal)
         self._after(group, epochs, [request.member_id], now)
         return answer
 

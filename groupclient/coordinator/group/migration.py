@@ -15,11 +15,12 @@ both kinds of group, because a conversion reads one kind and builds the other.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 
 from ...error_codes import ErrorCode
-from ...protocol.consumer_protocol import PROTOCOL_TYPE, Assignment, encode_assignment
+from ...protocol.consumer_protocol import PROTOCOL_TYPE, Assignment, decode_assignment, encode_assignment
 from ...structs import TopicPartition
 from ..classic_group.metadata import Group, Member
 from ..classic_group.state import GroupState
@@ -27,6 +28,11 @@ from ..consumer_group.classic_members import from_classic
 from ..consumer_group.errors import HeartbeatError
 from ..consumer_group.group import ConsumerGroup, GroupSettings
 from ..consumer_group.subscriptions import Topics
+
+
+log = logging.getLogger("groupclient.coordinator.group")
+CUSTOM_ASSIGNOR = ("an unsupported custom assignor is in use. Please refer to the documentation or switch to a "
+                   "default assignor before re-attempting the upgrade")
 
 
 def _refused(group_id: str, why: str) -> HeartbeatError:
@@ -46,11 +52,21 @@ def upgraded(classic: Group, settings: GroupSettings, topics: Topics, now: int) 
     group.epoch = group.assignment_epoch = classic.generation_id
     for order, m in enumerate(classic.members.values()):
         try:
+            # an assignment that carries user data came from a custom assignor, whose data the
+            # consumer protocol would lose: Kafka refuses the upgrade
+            custom = bool(m.assignment) and bool(decode_assignment(m.assignment).user_data)
             member = from_classic(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.session_timeout_ms,
                                   m.rebalance_timeout_ms, tuple(m.protocols), classic.protocol_name or "",
                                   m.assignment, classic.generation_id, topics, order)
         except Exception as exc:
-            raise _refused(group_id, f"the embedded consumer protocol is malformed: {exc}") from None
+            # Kafka's answer has no detail; its log has it
+            log.warning("Cannot upgrade classic group %s to consumer group because the embedded consumer "
+                        "protocol is malformed: %s.", group_id, exc)
+            raise _refused(group_id, "the embedded consumer protocol is malformed") from None
+        if custom:
+            log.warning("Cannot upgrade classic group %s to consumer group: user data from a custom assignor "
+                        "would be lost.", group_id)
+            raise _refused(group_id, CUSTOM_ASSIGNOR)
         member.session_ends_at = now + m.session_timeout_ms
         group.members[member.member_id] = member
         group.target[member.member_id] = member.assignment.assigned

@@ -75,6 +75,8 @@ def commit_offsets(
     coordinator.store.put_offsets(group_id, accepted)
     if group is not None and consumer_group is None:
         group.offset_commit_ms.update(dict.fromkeys(accepted, now))  # for offsets retention
+    elif consumer_group is not None:
+        consumer_group.offset_commit_ms.update(dict.fromkeys(accepted, now))
     return results
 
 

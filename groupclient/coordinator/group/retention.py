@@ -11,6 +11,11 @@ coordinator expires
 
 and then deletes every Empty group with no offsets left (Dead, gone from memory and the store).
 
+A consumer-protocol group's offsets follow Kafka 4.x's ``OffsetMetadataManager.cleanupExpiredOffsets``
+instead: each offset of a topic that no member subscribes to (none, once the group is Empty)
+expires once the retention has passed since its commit; a group left with no member and no
+offset is deleted.
+
 Times here are monotonic (the core gets no wall clock on its timers).  A coordinator that loads
 a group (restart or failover) starts its retention clocks at the load, where Kafka would use
 the stored timestamps: offsets are kept at least as long as Kafka keeps them, never shorter.
@@ -104,6 +109,18 @@ def clean_up_groups(coordinator: CoordinatorState, now: int) -> CleanupResult:
         if group.is_in(S.EMPTY) and not store.offsets.get(group.group_id):
             coordinator.drop_group(group, "Empty with no committed offsets")
             deleted.append(group.group_id)
+    for consumer_group in coordinator.consumer.served():
+        expired = expired_consumer_group_offsets(
+            consumer_group, store.offsets.get(consumer_group.group_id, {}).keys(), now, retention_ms)
+        if expired:
+            store.delete_offsets(consumer_group.group_id, expired)
+            for tp in expired:
+                consumer_group.offset_commit_ms.pop(tp, None)
+            expired_count += len(expired)
+        if not consumer_group.members and not store.offsets.get(consumer_group.group_id):
+            coordinator.consumer.delete(consumer_group.group_id)
+            store.delete_group(consumer_group.group_id)
+            deleted.append(consumer_group.group_id)
     if expired_count or deleted:
         log.info("node %d: offsets cleanup expired %d offsets and deleted %d groups",
                  coordinator.node_id, expired_count, len(deleted))
@@ -123,6 +140,15 @@ def expired_offsets(group: Group, partitions: Iterable[TopicPartition], now: int
         if now - group.empty_since_ms >= retention_ms:
             return committed
     return []  # a group with members keeps its offsets
+
+
+def expired_consumer_group_offsets(group: ConsumerGroup, partitions: Iterable[TopicPartition], now: int,
+                                   retention_ms: int) -> list[TopicPartition]:
+    """Those of a consumer-protocol group's committed ``partitions`` that have outlived the
+    retention: committed that long ago, of a topic no member subscribes to."""
+    subscribed = {topic for m in group.members.values() for topic in group.subscribed.topics_of(m)}
+    return [tp for tp in partitions
+            if tp[0] not in subscribed and now - group.offset_commit_ms.setdefault(tp, now) >= retention_ms]
 
 
 def delete_groups(coordinator: CoordinatorState, group_ids: list[str]) -> dict[str, ErrorCode]:

@@ -36,9 +36,14 @@ def _error(req: Any, error: ErrorCode, message: str | None) -> Any:
 async def handle(ctx: RequestContext, req: Any) -> Any:
     if not ctx.core.config.serves_consumer_protocol:
         return _error(req, ErrorCode.UNSUPPORTED_VERSION, None)
+    if foreign := ctx.foreign_member(req.group_id, req.member_id, req.instance_id):
+        # as a member id or instance id nobody holds (Kafka's messages): another user's
+        if foreign is ErrorCode.UNKNOWN_MEMBER_ID:
+            return _error(req, foreign, f"Member {req.member_id} is not a member of group {req.group_id}.")
+        return _error(req, foreign, f"Static member {req.member_id} with instance id {req.instance_id} was fenced.")
     try:
         answer = ctx.node.coordinator.consumer.heartbeat(
-            req, ctx.now, ctx.core.topics.ids_and_counts(), ctx.client_id, f"/{ctx.client_host}")
+            req, ctx.now, ctx.core.topics.ids_and_counts(), ctx.client_id, f"/{ctx.client_host}", ctx.principal)
     except HeartbeatError as refused:
         return _error(req, refused.code, refused.message)
     return _answer(req, answer)

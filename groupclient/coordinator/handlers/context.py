@@ -94,8 +94,19 @@ class RequestContext:
         whose JoinGroup created them; a request from another user that names them is refused:
         UNKNOWN_MEMBER_ID for a member id (it then joins as itself), FENCED_INSTANCE_ID for an
         instance id.  Kafka has no such rule (member ids show in DescribeGroups, and any user
-        allowed into the group may send LeaveGroup or OffsetCommit for them)."""
+        allowed into the group may send LeaveGroup or OffsetCommit for them).  A consumer-protocol
+        group's members (ConsumerGroupHeartbeat's, and classic members that joined it) likewise."""
         if self.principal is None:
+            return ErrorCode.NONE
+        consumer_group = self.node.coordinator.consumer.get(group_id)
+        if consumer_group is not None:
+            holder = next((m for m in consumer_group.members.values()
+                           if instance_id and m.instance_id == instance_id), None)
+            if holder is not None and holder.principal not in (None, self.principal):
+                return ErrorCode.FENCED_INSTANCE_ID
+            own = consumer_group.members.get(member_id) if member_id else None
+            if own is not None and own.principal not in (None, self.principal):
+                return ErrorCode.UNKNOWN_MEMBER_ID
             return ErrorCode.NONE
         group = self.node.coordinator.groups.get(group_id)
         if group is None:
