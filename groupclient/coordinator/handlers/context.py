@@ -98,27 +98,30 @@ class RequestContext:
         group's members (ConsumerGroupHeartbeat's, and classic members that joined it) likewise."""
         if self.principal is None:
             return ErrorCode.NONE
+        holder_principal, member_principal = self._owners(group_id, member_id, instance_id)
+        if holder_principal not in (None, self.principal):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if member_principal not in (None, self.principal):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE
+
+    def _owners(self, group_id: str, member_id: str | None,
+                instance_id: str | None) -> tuple[str | None, str | None]:
+        """The users owning the member holding the instance id, and the member of that id (None:
+        no such member, or nobody's)."""
         consumer_group = self.node.coordinator.consumer.get(group_id)
         if consumer_group is not None:
             holder = next((m for m in consumer_group.members.values()
                            if instance_id and m.instance_id == instance_id), None)
-            if holder is not None and holder.principal not in (None, self.principal):
-                return ErrorCode.FENCED_INSTANCE_ID
             own = consumer_group.members.get(member_id) if member_id else None
-            if own is not None and own.principal not in (None, self.principal):
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            return ErrorCode.NONE
+            return (holder.principal if holder else None), (own.principal if own else None)
         group = self.node.coordinator.groups.get(group_id)
         if group is None:
-            return ErrorCode.NONE
+            return None, None
         owner_id = group.static_members.get(instance_id) if instance_id else None
         owner = group.members.get(owner_id) if owner_id else None
-        if owner is not None and owner.principal not in (None, self.principal):
-            return ErrorCode.FENCED_INSTANCE_ID
         member = group.members.get(member_id) if member_id else None
-        if member is not None and member.principal not in (None, self.principal):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        return ErrorCode.NONE
+        return (owner.principal if owner else None), (member.principal if member else None)
 
     def led_partition(self, topic: str, partition: int) -> tuple[ErrorCode, PartitionLog | None]:
         """The partition's log if it exists and this node leads it, else the error to answer."""
