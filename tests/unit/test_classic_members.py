@@ -176,3 +176,17 @@ def test_a_live_classic_group_whose_assignor_left_user_data_is_not_upgraded() ->
         raise AssertionError("the upgrade was not refused")
     assert "g" in node.c.groups and node.c.consumer.get("g") is None
     assert node.h.heartbeat(leader.member_id, 1) == "NONE"
+
+
+def test_a_classic_members_sync_after_the_target_moved_on_is_told_to_join_again() -> None:
+    """Kafka (classicGroupSyncToConsumerGroup's throwIfRebalanceInProgress; against the target's
+    epoch from 4.3, the group's before): a classic member whose SyncGroup comes after a newer
+    target was computed is answered REBALANCE_IN_PROGRESS, not the assignment of its old epoch,
+    and its next join catches it up."""
+    node = Node()
+    node.beat("A", 0, [], join=True)
+    joined = node.classic_member()  # at epoch 3
+    node.beat("B", 0, [], join=True)  # epoch 4's target, before the classic member synced
+    assert node.sync(joined) == (E.REBALANCE_IN_PROGRESS, [])
+    again = node.classic_join(joined.member_id)
+    assert again.generation_id == 4 and node.sync(again)[0] is E.NONE

@@ -8,7 +8,8 @@ JoinGroup, SyncGroup and Heartbeat:
 - its JoinGroup is answered at once: its epoch as the generation, its first protocol's name, no
   leader and no member list (nothing is assigned on the client side); the owned partitions its
   subscription states acknowledge what it gave up;
-- its SyncGroup answers what it may own now, in the consumer protocol's encoding;
+- its SyncGroup answers what it may own now, in the consumer protocol's encoding, or
+  REBALANCE_IN_PROGRESS when a newer target came after its join;
 - its Heartbeat answers REBALANCE_IN_PROGRESS when it must join again to move on: the target epoch
   moved past its epoch, it must give partitions up, or partitions it waited for are free now;
 - it must send SyncGroup within its rebalance timeout after a join, and join again within it after
@@ -104,6 +105,14 @@ def sync(group: ConsumerGroup, req: SyncRequest, now: int, name_of: Callable[[uu
     name = member.classic.protocol_name
     if (req.protocol_type not in (None, PROTOCOL_TYPE)) or (req.protocol_name not in (None, name)):
         return SyncResult(E.INCONSISTENT_GROUP_PROTOCOL)
+    if group.assignment_epoch > member.assignment.epoch and \
+            member.assignment.state is not MemberAssignmentState.UNREVOKED_PARTITIONS:
+        # a newer target came after its join: it must join again to catch up, within its
+        # rebalance timeout (Kafka's throwIfRebalanceInProgress); one giving partitions up has
+        # joined already and goes on revoking
+        if member.classic.deadline is None:
+            member.classic.deadline = now + member.rebalance_timeout_ms
+        return SyncResult(E.REBALANCE_IN_PROGRESS)
     member.classic.deadline = None
     member.session_ends_at = now + member.classic.session_timeout_ms
     partitions = [TopicPartition(topic, p) for tid, ps in member.assignment.assigned.items()
