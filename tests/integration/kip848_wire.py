@@ -36,6 +36,7 @@ from groupclient.protocol.consumer_protocol import (
     Assignment, Subscription, decode_assignment, encode_assignment, encode_subscription,
 )
 from groupclient.structs import TopicPartition
+from tests.integration import external
 from tests.integration.peers import wait_until
 from tests.integration.wire import WireClient
 
@@ -268,8 +269,6 @@ class Member:
 def opened_scene(bootstrap: str, group: str) -> Iterator[Scene]:
     """A new topic of PARTITIONS partitions that the coordinator can assign, the group, and a
     connection to its coordinator, closed after."""
-    from tests.integration import external
-
     topic = external.new_topic(bootstrap, PARTITIONS)
     topic_id = topic_id_of(bootstrap, topic)
     wait_until_assignable(bootstrap, topic)

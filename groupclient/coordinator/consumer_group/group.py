@@ -293,7 +293,7 @@ class ConsumerGroup:
             if request.member_epoch != 0:
                 raise self._unknown(request.member_id)
             return self._new_member(request, client_id, client_host)
-        _check_epoch(member, request)  # a join (epoch 0) of a known id too, as Kafka's
+        _check_epoch(member, request)  # a join (epoch 0) of a known id passes it (Kafka 4.2)
         return member
 
     def _static(self, request: Any, client_id: str, client_host: str) -> Member:

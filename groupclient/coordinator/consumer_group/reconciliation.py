@@ -159,6 +159,6 @@ def _towards(member_id: str, current: MemberAssignment, kept: Partitions, target
     state = MemberAssignmentState.UNRELEASED_PARTITIONS if pending else MemberAssignmentState.STABLE
     # what it keeps keeps its epoch; the rest is new to it at the target's epoch, a partition it
     # was giving up and is given back too (Kafka's computeNextAssignment)
-    since = {(t, p): current.since.get((t, p), max(current.epoch, 0)) if p in kept.get(t, frozenset())
-             else target_epoch for t, ps in assigned.items() for p in ps}
+    since = {(t, p): target_epoch for t, ps in assigned.items() for p in ps}
+    since.update(_since_of(current, kept))
     return MemberAssignment(target_epoch, current.epoch, state, assigned, {}, since)

@@ -44,12 +44,12 @@ def commit_offsets(
     error = coordinator.check_group(group_id)
     group = coordinator.groups.get(group_id)
     consumer_group = coordinator.consumer.get(group_id) if not error else None
+    limit = coordinator.config.offset_metadata_max_bytes
+    too_large = {(o.topic, o.partition) for o in offsets if o.metadata is not None and len(o.metadata.encode()) > limit}
     if consumer_group is not None:
         # a partition whose metadata is too large is refused as such, not checked (Kafka's order)
-        limit = coordinator.config.offset_metadata_max_bytes
-        error = offset_commit_error(consumer_group, member_id, generation_id, api_version,
-                                    [(o.topic_id, o.partition) for o in offsets
-                                     if o.metadata is None or len(o.metadata.encode()) <= limit])
+        checked = [(o.topic_id, o.partition) for o in offsets if (o.topic, o.partition) not in too_large]
+        error = offset_commit_error(consumer_group, member_id, generation_id, api_version, checked)
     elif not error:
         if group is None:
             if generation_id < 0:
@@ -62,21 +62,20 @@ def commit_offsets(
             error = _member_may_commit(coordinator, group, generation_id, member_id, instance_id, now)
     results: dict[TopicPartition, ErrorCode] = {}
     accepted: dict[TopicPartition, CommittedOffset] = {}
-    limit = coordinator.config.offset_metadata_max_bytes
     for o in offsets:
         tp = (o.topic, o.partition)
         if error:
             results[tp] = error
-        elif o.metadata is not None and len(o.metadata.encode()) > limit:
+        elif tp in too_large:
             results[tp] = E.OFFSET_METADATA_TOO_LARGE
         else:
             accepted[tp] = CommittedOffset(o.offset, o.leader_epoch, o.metadata, wall_ms)
             results[tp] = E.NONE
     coordinator.store.put_offsets(group_id, accepted)
-    if group is not None and consumer_group is None:
-        group.offset_commit_ms.update(dict.fromkeys(accepted, now))  # for offsets retention
-    elif consumer_group is not None:
-        consumer_group.offset_commit_ms.update(dict.fromkeys(accepted, now))
+    # for offsets retention (retention.py)
+    committer = consumer_group if consumer_group is not None else group
+    if committer is not None:
+        committer.offset_commit_ms.update(dict.fromkeys(accepted, now))
     return results
 
 
