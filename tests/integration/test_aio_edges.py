@@ -187,19 +187,22 @@ async def test_unsubscribe_then_assign_or_subscribe_at_once(quick_sessions: Embe
 async def test_position_is_the_next_record_handed_out_while_the_thread_fetches_ahead(
         quick_sessions: EmbeddedCluster) -> None:
     # a getmany() hands out what the buffer holds: up to two fetch jobs' worth (the one it waited
-    # for and the one fetched ahead, 2 x 2000 records with the defaults), and the getone() after
-    # it one more; 5 rounds of 4,001 took all of 20,000 records, and the last getone() waited for
-    # a record that would never come (it hung a CI run on a loaded machine)
+    # for and the one fetched ahead, 2 x FETCH_BATCHES x max_poll_records), and the getone() after
+    # it one more. The topic holds more than every round can take, or the last getone() waits for
+    # a record that will never come: with a fixed 25,000 records and jobs grown to 8 batches of
+    # 500, four rounds of 8,001 took them all on a loaded machine (a CI run failed so).
+    rounds, max_poll = 5, 100
+    most_handed = 2 * FETCH_BATCHES * max_poll
     quick_sessions.create_topic("pos", 1)
-    quick_sessions.produce("pos", [b"p"] * 25_000)
+    quick_sessions.produce("pos", [b"p"] * (rounds * (most_handed + 1) + 1))
     tp = TopicPartition("pos", 0)
-    c = consumer(quick_sessions, group_id="pos")
+    c = consumer(quick_sessions, group_id="pos", max_poll_records=max_poll)
     await c.start()
     try:
         c.assign([tp])
-        for _ in range(5):  # everything buffered each time: the next fetch starts at once, ahead
+        for _ in range(rounds):  # everything buffered each time: the next fetch starts at once, ahead
             handed = (await c.getmany(timeout_ms=5000)).get(tp, [])
-            assert 0 < len(handed) <= 2 * FETCH_BATCHES * 500
+            assert 0 < len(handed) <= most_handed
             position = await c.position(tp)
             assert position == handed[-1].offset + 1
             assert (await asyncio.wait_for(c.getone(), 10)).offset == position
