@@ -1,4 +1,4 @@
-"""Rebalance downtime on Apache Kafka 4.1 (and, with ``--clusters kafka,embedded``, on the embedded
+"""Rebalance downtime on Apache Kafka 4.4 (and, with ``--clusters kafka,embedded``, on the embedded
 coordinator in the same run): the consumer group protocol (KIP-848) against the classic one —
 unowned partition-seconds while a group scales out and while it restarts member by member.
 
@@ -6,7 +6,8 @@ Run it (about 10 minutes here; ``python benchmarks/rebalance_downtime.py --kafka
 
     nice -n 5 python benchmarks/kafka_downtime.py --out kafka-downtime.json --plot docs/kip848_timeline.png
 
-One Kafka 4.1.1 broker (KRaft, from tests/kafka/broker.py) per consumer heartbeat interval
+One Kafka broker (KRaft, from tests/kafka/broker.py: 4.4.0, or ``GROUPCLIENT_KAFKA_VERSION``) per
+consumer heartbeat interval
 (``group.consumer.heartbeat.interval.ms`` 1000, then Kafka's default 5000); a topic of 42
 partitions, a producer appending steadily to every one; members are threads of this process, each
 its own consumer and poll loop, busy uniform(0.5, 1.5) x ``--work-ms`` (500 ms on average) after every
@@ -21,7 +22,7 @@ Configurations: groupclient ``group_protocol="consumer"`` and librdkafka (conflu
 (cooperative-sticky), heartbeat_interval_ms=1000, session_timeout_ms=10000, once.  Scenarios:
 scale-out 6 -> 7 (from the 7th member's start until every partition has one owner, the group is
 balanced and nothing changed for a quiet second), and a rolling restart of the 6 (close one, start
-its replacement at once, wait settled, next).  Targets (issue 23): groupclient <= librdkafka in
+its replacement at once, wait settled, next); each ``--repeats`` times (3), the median reported.  Targets (issue 23): groupclient <= librdkafka in
 both scenarios; groupclient consumer <= 0.2 x groupclient eager at 1 s heartbeats.  Issue 24: the
 same groupclient consumer-protocol runs on the embedded coordinator within 1.2 x of Kafka's::
 
@@ -276,7 +277,7 @@ def rolling_restart(cfg: Config, bootstrap: str, args: argparse.Namespace) -> Ru
 
 
 class Clusters:
-    """The clusters a run compares: Apache Kafka 4.1 (a broker that stops creating topics is replaced)
+    """The clusters a run compares: Apache Kafka (a broker that stops creating topics is replaced)
     and the embedded coordinator in its own process, both at the same consumer heartbeat interval."""
 
     def __init__(self, names: list[str], interval_ms: int, args: argparse.Namespace) -> None:
@@ -335,8 +336,8 @@ def run_interval(interval_ms: int, configs: list[Config], args: argparse.Namespa
         for scenario, fn in (("scale-out", scale_out), ("rolling", rolling_restart)):
             if scenario not in args.scenarios:
                 continue
-            # each scale-out is one rebalance: repeated, and the median reported
-            for _ in range(args.repeats if scenario == "scale-out" else 1):
+            # repeated, and the median reported
+            for _ in range(args.repeats):
                 for cfg in configs:
                     for name in names:
                         run = clusters.run(name, fn, cfg)
@@ -410,7 +411,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=20, help="records/s per partition")
     parser.add_argument("--work-ms", type=int, default=500, help="busy time after each non-empty poll")
     parser.add_argument("--restarts", type=int, default=6)
-    parser.add_argument("--repeats", type=int, default=5, help="scale-outs per configuration (median reported)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs of each scenario per configuration (median reported)")
     parser.add_argument("--seed", default="0", help="of the members' start times")
     parser.add_argument("--quiet-s", type=float, default=1.0)
     parser.add_argument("--broker-log", default=None, help="keep the broker's log there")
@@ -420,7 +422,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="only these configurations, comma-separated (e.g. 'gc consumer')")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
-    print(f"clusters {args.clusters} (Apache Kafka 4.1.1: 1 broker); {PARTITIONS} partitions, {args.rate:g} "
+    from tests.kafka.broker import KAFKA_VERSION
+
+    print(f"clusters {args.clusters} (Apache Kafka {KAFKA_VERSION}: 1 broker); {PARTITIONS} partitions, {args.rate:g} "
           f"records/s/partition; members busy {args.work_ms} ms per non-empty poll; quiet period {args.quiet_s} s",
           flush=True)
     runs: list[Run] = []

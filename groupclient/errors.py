@@ -274,7 +274,12 @@ class ProtocolError(DisconnectedError):
 
 class CommitFailedError(GroupClientError, kafka_errors.CommitFailedError):
     """The commit cannot succeed: the group moved on, and the records will be consumed again by
-    whoever owns the partitions now."""
+    whoever owns the partitions now.  ``partitions`` says, for each partition of the commit the
+    broker answered, why it was not committed (empty when the commit was not sent)."""
+
+    def __init__(self, message: str = "", partitions: dict[Any, str] | None = None) -> None:
+        super().__init__(message)
+        self.partitions: dict[Any, str] = dict(partitions or {})  # TopicPartition -> why
 
 
 class RebalanceInProgressError(CommitFailedError, kafka_errors.RebalanceInProgressError):

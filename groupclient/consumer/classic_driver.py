@@ -19,6 +19,7 @@ from .assigned import AssignedPartitions
 from .commits import OffsetCommitter
 from .driver_base import DriverBase, GroupParts
 from .group_hooks import ConsumerGroupHooks
+from .subscription import TopicPattern, python_pattern
 from .topic_metadata import wait_for_topic_metadata
 
 
@@ -44,8 +45,9 @@ class ClassicDriver(DriverBase):
         self.join = GroupJoin(member, self.hooks)
 
     # -- the subscription ----------------------------------------------------------------------
-    def check_subscription(self, pattern: str | None) -> None:
-        """Any topic list or pattern: this client matches the pattern itself."""
+    def compile_pattern(self, pattern: str) -> TopicPattern:
+        """This client matches the pattern itself, with Python's ``re``, as kafka-python does."""
+        return python_pattern(pattern)
 
     def subscribed(self, topics: list[str], pattern: str | None, changed: bool) -> None:
         if changed:

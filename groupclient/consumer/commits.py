@@ -11,10 +11,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from kafka.future import Future as KafkaFuture
 from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse
@@ -22,7 +23,7 @@ from ..structs import OffsetAndMetadata, TopicPartition
 
 from ..attempts import Attempts, counted, partition_name
 from ..clock import Timer
-from ..error_codes import error_name
+from ..error_codes import ErrorCode, error_name
 from ..errors import CommitFailedError, ProtocolError, RebalanceInProgressError, RetriableError
 from ..member.membership import Membership
 from ..member.types import CommitIdentity
@@ -36,6 +37,14 @@ log = logging.getLogger("groupclient.consumer")
 T = TypeVar("T")
 CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata], Exception | None], Any]
 CommittedOffsets = dict[TopicPartition, OffsetAndMetadata | None]
+LAST_BY_NAME = 9  # the newest OffsetCommit/OffsetFetch version that names topics; v10 names them by id
+
+
+def _listed(partitions: list[TopicPartition], most: int = 5) -> str:
+    """Partition names for a message: the first ``most``, then how many more."""
+    names = [partition_name(tp.topic, tp.partition) for tp in partitions[:most]]
+    more = len(partitions) - len(names)
+    return ", ".join(names) + (f" and {more} more" if more else "")
 
 
 @dataclass(frozen=True)
@@ -102,49 +111,98 @@ class OffsetCommitter:
                 partition_index=tp.partition, committed_offset=om.offset,
                 committed_leader_epoch=om.leader_epoch if om.leader_epoch is not None else -1,
                 committed_metadata=om.metadata or ""))
+        ids = self._topic_ids(by_topic)
 
         def build(version: int) -> Any:
             return OffsetCommitRequest(
-                version=version, group_id=cfg.group_id, generation_id_or_member_epoch=identity.generation_id_or_member_epoch,
+                version=version if ids is not None else min(version, LAST_BY_NAME),
+                group_id=cfg.group_id, generation_id_or_member_epoch=identity.generation_id_or_member_epoch,
                 member_id=identity.member_id, group_instance_id=cfg.group_instance_id, retention_time_ms=-1,
-                topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=p) for t, p in by_topic.items()])
+                topics=[OffsetCommitRequest.OffsetCommitRequestTopic(
+                    name=t, topic_id=ids[t] if ids is not None else None, partitions=p) for t, p in by_topic.items()])
 
         future = self.member.send_to_coordinator(OffsetCommitRequest, OffsetCommitResponse, build)
-        committed: RequestFuture[None] = future.compose(lambda r, f: self._handle_commit(r, f, identity, attempts))
+        names = {topic_id: name for name, topic_id in (ids or {}).items()}
+        committed: RequestFuture[None] = future.compose(
+            lambda r, f: self._handle_commit(r, f, identity, attempts, names, offsets))
         committed.add_errback(self.member.note_failure)  # fatal ones are kept for every poll()
         if self.on_commit is not None:
             # told on the application thread, by invoke_completed_commit_callbacks
             committed.add_callback(lambda _: self._succeeded_commits.append(offsets))
         return committed
 
+    def _topic_ids(self, topics: Collection[str]) -> dict[str, uuid.UUID] | None:
+        """Each topic's id, when the metadata knows every one: a request then names topics by id
+        (OffsetCommit/OffsetFetch v10), else by name (v9 at most), as Java's
+        ``forTopicIdsOrNames``/``forTopicNames``."""
+        known = self.client.metadata.snapshot.topic_ids
+        ids = {t: known.get(t) for t in topics}
+        return None if None in ids.values() else cast("dict[str, uuid.UUID]", ids)
+
     def _handle_commit(self, response: Any, future: RequestFuture[None], sent: CommitIdentity,
-                       attempts: Attempts | None) -> None:
+                       attempts: Attempts | None, names: dict[uuid.UUID, str],
+                       offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+        def topic_of(topic: Any) -> str:  # v10 answers by topic id, as sent
+            return names.get(topic.topic_id, str(topic.topic_id)) if response.version > LAST_BY_NAME else topic.name
+
+        failed = {TopicPartition(topic_of(t), p.partition_index): p.error_code
+                  for t in response.topics for p in t.partitions if p.error_code}
         if attempts is not None:  # every partition's own error, before the first fails the commit
-            for topic in response.topics:
-                for p in topic.partitions:
-                    if p.error_code:
-                        attempts.failed(p.error_code, [partition_name(topic.name, p.partition_index)])
-        for topic in response.topics:
-            for p in topic.partitions:
-                code = p.error_code
-                if not code:
-                    continue
-                action = action_for(code, ApiKey.OFFSET_COMMIT)
-                name = error_name(code)
-                if action is Action.REDISCOVER:
-                    self.member.mark_coordinator_dead(f"OffsetCommit answered {name}")
-                elif action is Action.REJOIN:
-                    self.member.request_rejoin("OffsetCommit: the group is rebalancing")
-                    return future.failure(RebalanceInProgressError(
-                        "the group is rebalancing: commit again after the member has rejoined"))
-                elif action in (Action.RESET_MEMBER, Action.RESET_GENERATION):
-                    self.member.fenced_if_still(sent, f"OffsetCommit answered {name}",
-                                                    keep_member_id=action is Action.RESET_GENERATION)
-                    return future.failure(CommitFailedError(
-                        f"commit failed ({name}): the group rebalanced and the partitions may belong to "
-                        "another member now; they will be consumed again from the last committed offset"))
-                return future.failure(error_for(code, ApiKey.OFFSET_COMMIT, "OffsetCommit"))
-        future.success(None)
+            for tp, code in failed.items():
+                attempts.failed(code, [partition_name(tp.topic, tp.partition)])
+        if not failed:
+            return future.success(None)
+        why = {tp: error_name(code) for tp, code in failed.items()}
+        tp, code = next(iter(failed.items()))
+        action = action_for(code, ApiKey.OFFSET_COMMIT)
+        name = error_name(code)
+        if code == ErrorCode.UNKNOWN_TOPIC_ID:
+            # the topic was deleted or re-created since the metadata named it: learn its new id
+            # before the commit is tried again
+            self.client.metadata.request_update()
+        if action is Action.REDISCOVER:
+            self.member.mark_coordinator_dead(f"OffsetCommit answered {name}")
+        elif action is Action.REJOIN:
+            self.member.request_rejoin("OffsetCommit: the group is rebalancing")
+            return future.failure(RebalanceInProgressError(
+                "the group is rebalancing: commit again after the member has rejoined", why))
+        elif action in (Action.RESET_MEMBER, Action.RESET_GENERATION):
+            self.member.fenced_if_still(sent, f"OffsetCommit answered {name}",
+                                        keep_member_id=action is Action.RESET_GENERATION)
+            return future.failure(CommitFailedError(
+                f"commit failed ({name}): the group rebalanced and the partitions may belong to "
+                "another member now; they will be consumed again from the last committed offset", why))
+        elif code == ErrorCode.STALE_MEMBER_EPOCH and (refused := self._refused_as_stale(offsets, sent)):
+            return future.failure(refused)
+        return future.failure(error_for(code, ApiKey.OFFSET_COMMIT, f"OffsetCommit ({partition_name(*tp)})"))
+
+    def _refused_as_stale(self, offsets: dict[TopicPartition, OffsetAndMetadata],
+                          sent: CommitIdentity) -> CommitFailedError | None:
+        """A commit answered STALE_MEMBER_EPOCH that names a partition this member no longer has:
+        it raced the partition's revocation (an async commit sent before the partition was given
+        up, answered after the broker moved the member's epoch on).  Kafka 4.3+ (KIP-1251) takes
+        a commit at an older epoch only when every partition in it was assigned to the member by
+        then, so the whole commit was refused, and it must not be sent again at the new epoch
+        (the exact epoch is taken without an ownership check: it could overwrite the new owner's
+        commits).  None when every partition is still the member's: sent again at the new epoch."""
+        if not self.subscription.is_group_subscribed():
+            return None
+        gone = sorted(tp for tp in offsets if not self.subscription.is_assigned(tp))
+        if not gone:
+            return None
+        epoch = sent.generation_id_or_member_epoch
+        why = {tp: (f"STALE_MEMBER_EPOCH: given up by this member after the commit was sent at epoch {epoch}"
+                    if tp in gone else
+                    f"STALE_MEMBER_EPOCH: refused with the rest of the commit (sent at epoch {epoch}); "
+                    "still this member's, commit it again")
+               for tp in sorted(offsets)}
+        kept = len(offsets) - len(gone)
+        return CommitFailedError(
+            f"commit refused (STALE_MEMBER_EPOCH): it was sent at member epoch {epoch}, and "
+            f"{_listed(gone)} {'was' if len(gone) == 1 else 'were'} revoked from this member before the broker "
+            "read it, so the broker refused the whole commit (KIP-1251); whoever owns them now commits them"
+            + (f"; the other {counted(kept, 'partition')} are still this member's: commit them again" if kept else ""),
+            why)
 
     def commit_sync(self, offsets: dict[TopicPartition, OffsetAndMetadata], timer: Timer,
                     warn_waiting: str | None = None) -> None:
@@ -248,7 +306,11 @@ class OffsetCommitter:
         for tp in sorted(partitions):
             by_topic.setdefault(tp.topic, []).append(tp.partition)
 
+        ids = self._topic_ids(by_topic)
+
         def build(version: int) -> Any:
+            if ids is None:
+                version = min(version, LAST_BY_NAME)
             if version >= 8:
                 G = OffsetFetchRequest.OffsetFetchRequestGroup
                 # v9 (KIP-848): a member with an epoch names itself, and the broker checks the epoch
@@ -256,22 +318,24 @@ class OffsetCommitter:
                 return OffsetFetchRequest(version=version, require_stable=True, groups=[G(
                     group_id=cfg.group_id, member_id=member.member_id if member else None,
                     member_epoch=member.generation_id_or_member_epoch if member else -1,
-                    topics=[G.OffsetFetchRequestTopics(name=t, partition_indexes=p) for t, p in by_topic.items()])])
+                    topics=[G.OffsetFetchRequestTopics(name=t, topic_id=ids[t] if ids is not None else None,
+                                                       partition_indexes=p) for t, p in by_topic.items()])])
             return OffsetFetchRequest(version=version, group_id=cfg.group_id, require_stable=True, topics=[
                 OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in by_topic.items()])
 
         subjects = [partition_name(tp.topic, tp.partition) for tp in sorted(partitions)]
         attempts = Attempts(f"committed offsets of {counted(len(subjects), 'partition')}", timer, subjects)
+        names = {topic_id: name for name, topic_id in (ids or {}).items()}
 
         def send() -> RequestFuture[CommittedOffsets]:
             future = self.member.send_to_coordinator(OffsetFetchRequest, OffsetFetchResponse, build)
-            return future.compose(lambda r, f: self._handle_offset_fetch(r, f, attempts)).add_errback(
+            return future.compose(lambda r, f: self._handle_offset_fetch(r, f, attempts, names)).add_errback(
                 self.member.note_failure)
 
         return self._until_done(send, attempts)
 
     def _handle_offset_fetch(self, response: Any, future: RequestFuture[CommittedOffsets],
-                             attempts: Attempts) -> None:
+                             attempts: Attempts, names: dict[uuid.UUID, str]) -> None:
         if response.version >= 8:
             if len(response.groups or ()) != 1:
                 raise ProtocolError(f"an OffsetFetch answer for one group has {len(response.groups or ())} groups")
@@ -279,21 +343,27 @@ class OffsetCommitter:
             error, topics = group.error_code, group.topics
         else:
             error, topics = response.error_code, response.topics
+
+        def topic_of(topic: Any) -> str:  # v10 answers by topic id, as sent
+            return names.get(topic.topic_id, str(topic.topic_id)) if response.version > LAST_BY_NAME else topic.name
+
         for t in topics or ():
             for p in t.partitions:
                 if p.error_code:
-                    attempts.failed(p.error_code, [partition_name(t.name, p.partition_index)])
+                    attempts.failed(p.error_code, [partition_name(topic_of(t), p.partition_index)])
         codes = [error, *(p.error_code for t in topics or () for p in t.partitions)]
         code = next((c for c in codes if c), 0)
         if code:
             # the group's code, else the first partition's: the same table for both (Java's)
             if action_for(code, ApiKey.OFFSET_FETCH) is Action.REDISCOVER:
                 self.member.mark_coordinator_dead(f"OffsetFetch answered {error_name(code)}")
+            if code == ErrorCode.UNKNOWN_TOPIC_ID:  # deleted or re-created: ask again with its new id
+                self.client.metadata.request_update()
             return future.failure(error_for(code, ApiKey.OFFSET_FETCH, "OffsetFetch"))
         result: CommittedOffsets = {}
         for t in topics:
             for p in t.partitions:
-                tp = TopicPartition(t.name, p.partition_index)
+                tp = TopicPartition(topic_of(t), p.partition_index)
                 result[tp] = (OffsetAndMetadata(p.committed_offset, p.metadata or "", p.committed_leader_epoch)
                               if p.committed_offset >= 0 else None)
         future.success(result)

@@ -15,10 +15,12 @@ from ..member.coordinator_lookup import CoordinatorLookup
 from ..member.types import GroupConfig
 from ..protocol.consumer_group_heartbeat import new_member_id
 from .assigned import AssignedPartitions
+from ..protocol.re2j import compile_re2j
 from .broker_regex import broker_regex
 from .commits import OffsetCommitter
 from .driver_base import DriverBase, GroupParts
 from .reconciler import Reconciler
+from .subscription import TopicPattern
 
 log = logging.getLogger("groupclient.consumer")
 
@@ -42,10 +44,11 @@ class ConsumerProtocolDriver(DriverBase):
                                      parts.events, parts.drop_fetched)
 
     # -- the subscription ----------------------------------------------------------------------
-    def check_subscription(self, pattern: str | None) -> None:
-        """The broker evaluates a pattern: one it cannot is refused now (ConfigurationError)."""
-        if pattern is not None:
-            broker_regex(pattern)
+    def compile_pattern(self, pattern: str) -> TopicPattern:
+        """The broker evaluates a pattern, with RE2/J: one it cannot is refused now
+        (ConfigurationError), and what this client matches with it (the topics it asks metadata
+        of) is matched as the broker matches."""
+        return compile_re2j(broker_regex(pattern))
 
     def subscribed(self, topics: list[str], pattern: str | None, changed: bool) -> None:
         regex = broker_regex(pattern) if pattern is not None else None

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import random
 import textwrap
-import re
 from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any, Generic
@@ -43,7 +42,7 @@ from .observers import ConsumerObservers
 from .positions import PositionControl
 from .queries import ClusterQueries, check_partition
 from .rebalance_events import RebalanceEvent, RebalanceRecorder
-from .subscription import DeliveryTag, SubscriptionState, SubscriptionType
+from .subscription import DeliveryTag, SubscriptionState, SubscriptionType, TopicPattern, python_pattern
 from .thread_ownership import ThreadOwnership
 
 log = logging.getLogger("groupclient.consumer")
@@ -192,12 +191,9 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl, CommitControl
                 check_name("topic name", name)
             if pattern is not None and not isinstance(pattern, str):
                 raise ArgumentTypeError(f"pattern must be a string, not {pattern!r}")
-            try:
-                compiled = re.compile(pattern) if pattern is not None else None
-            except re.error as exc:
-                raise ConfigurationError(f"bad topic pattern {pattern!r}: {exc}") from None
-            if self._group is not None:
-                self._group.check_subscription(pattern)  # before anything changes
+            compiled: TopicPattern | None = None  # compiled before anything changes
+            if pattern is not None:
+                compiled = self._group.compile_pattern(pattern) if self._group is not None else python_pattern(pattern)
             before = set(self._subscription.topics)
             self._subscription.subscribe(set(names), compiled)
             self._listener_calls.listener = listener

@@ -20,6 +20,7 @@ from .classic_driver import ClassicDriver
 from .commits import OffsetCommitter
 from .consumer_protocol_driver import ConsumerProtocolDriver
 from .driver_base import GroupParts
+from .subscription import TopicPattern
 
 
 class GroupDriver(Protocol):
@@ -34,9 +35,10 @@ class GroupDriver(Protocol):
     def committer(self) -> OffsetCommitter:
         """Commits and committed offsets (an OffsetFetch names the member as ``member`` says)."""
 
-    def check_subscription(self, pattern: str | None) -> None:
-        """Raise now (ConfigurationError) what this protocol cannot subscribe to; before anything
-        changes."""
+    def compile_pattern(self, pattern: str) -> TopicPattern:
+        """``pattern`` compiled as this protocol reads it (the classic protocol's by this client,
+        with Python's ``re``; the consumer protocol's by the broker, with RE2/J), or
+        ConfigurationError now, before anything changes."""
 
     def subscribed(self, topics: list[str], pattern: str | None, changed: bool) -> None:
         """The subscription is now ``topics`` or ``pattern``; ``changed``: its topics differ from

@@ -11,10 +11,26 @@ import itertools
 import re
 import threading
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..structs import OffsetAndMetadata, TopicPartition
 
-from ..errors import IllegalStateError, UnassignedPartitionError
+from ..errors import ConfigurationError, IllegalStateError, UnassignedPartitionError
+
+
+class TopicPattern(Protocol):
+    """A compiled topic pattern: Python's ``re`` (the classic protocol, no group) or RE2/J's
+    (the consumer protocol, protocol/re2j.py); a topic is subscribed when its whole name matches."""
+
+    def fullmatch(self, text: str) -> object: ...
+
+
+def python_pattern(pattern: str) -> TopicPattern:
+    """``pattern`` compiled with Python's ``re``, or ConfigurationError."""
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise ConfigurationError(f"bad topic pattern {pattern!r}: {exc}") from None
 
 
 class SubscriptionType(enum.Enum):
@@ -66,7 +82,7 @@ class SubscriptionState:
         self.read_committed = read_committed
         self.type = SubscriptionType.NONE
         self.topics: set[str] = set()
-        self.pattern: re.Pattern[str] | None = None
+        self.pattern: TopicPattern | None = None
         self.group_topics: set[str] = set()  # the union of all members' topics, known to the leader
         self._assignment: dict[TopicPartition, PartitionState] = {}
         # partitions the heartbeat thread took away (lost lease, fenced generation, poll
@@ -77,7 +93,7 @@ class SubscriptionState:
         self.listener: object | None = None
 
     # -- subscribing ---------------------------------------------------------------------
-    def subscribe(self, topics: set[str] | None, pattern: re.Pattern[str] | None) -> None:
+    def subscribe(self, topics: set[str] | None, pattern: TopicPattern | None) -> None:
         with self._lock:
             if self.type is SubscriptionType.USER_ASSIGNED:
                 raise IllegalStateError("subscribe() after assign(): call unsubscribe() first")

@@ -353,7 +353,11 @@ class ConsumerGroupMember(ConsumerLease):
             with self._lock:
                 self._timer.answered()
                 self._stated_part_of = None
-                self._took(response, stated, sent_epoch, sent_at, now)
+                new_target = self._took(response, stated, sent_epoch, sent_at, now)
+            if new_target:
+                # a poll() waiting for records reconciles it now, not when its wait ends: what
+                # it revokes goes to its next owner that much sooner
+                self.client.interrupt()
             return future.success(None)  # outside the lock: no listener runs under it
         with self._lock:
             self._stated_part_of = None  # an error answer changed nothing on the broker's side
@@ -396,12 +400,13 @@ class ConsumerGroupMember(ConsumerLease):
         self._target = None
         self._timer.revoked()
 
-    def _took(self, response: Any, stated: SentFields | None, sent_epoch: int, sent_at: int, now: int) -> None:
-        """Callers hold the lock: a heartbeat answered without error."""
+    def _took(self, response: Any, stated: SentFields | None, sent_epoch: int, sent_at: int, now: int) -> bool:
+        """Callers hold the lock: a heartbeat answered without error.  Whether it brought a new
+        target assignment."""
         if self.state not in IN_GROUP or response.member_epoch < 0 or sent_epoch < 0:
-            return  # the answer to a leave, or to a heartbeat of a membership since left
+            return False  # the answer to a leave, or to a heartbeat of a membership since left
         if sent_epoch != self.epoch and sent_epoch != JOIN_EPOCH:
-            return  # sent before a fence: the heartbeat of the new join answers for the member
+            return False  # sent before a fence: the heartbeat of the new join answers for the member
         self.epoch = response.member_epoch
         if response.version == 0 and response.member_id and response.member_id != self.member_id:
             # a broker of ConsumerGroupHeartbeat v0 (Kafka 3.7-3.9) may hand out its own id: use it
@@ -410,6 +415,7 @@ class ConsumerGroupMember(ConsumerLease):
         self._timer.proven(sent_at, response.heartbeat_interval_ms, at_once=self.state is S.ACKNOWLEDGING)
         if stated is not None:
             self._sent = stated
+        target_before = self._target.version if self._target is not None else None
         if response.assignment is not None:
             partitions = {tp.topic_id: frozenset(tp.partitions) for tp in response.assignment.topic_partitions
                           if tp.partitions}
@@ -426,11 +432,10 @@ class ConsumerGroupMember(ConsumerLease):
             elif self._target.epoch != response.member_epoch:
                 self._target = Target(self._target.version, response.member_epoch, self._target.partitions)
         if self._target is None:
-            if self.state is S.JOINING:
-                return  # joined, no assignment yet: it comes with a later answer
-            return
+            return False  # joined, no assignment yet: it comes with a later answer
         if self.state in (S.JOINING, S.STABLE) and (self._target.partitions != self.owned or self.state is S.JOINING):
             self._transition(S.RECONCILING, f"target assignment of epoch {self._target.epoch}")
+        return self._target.version != target_before and self.state is S.RECONCILING
 
 
 def _covers(target: TopicIdPartitions, owned: TopicIdPartitions) -> bool:

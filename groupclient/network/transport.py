@@ -53,4 +53,8 @@ class Transport(Protocol):
 
     def wakeup(self) -> None: ...
 
+    def interrupt(self) -> None:
+        """End the application thread's current wait for network events at once, without an
+        error (thread-safe): something it acts on arrived on another thread."""
+
     def close(self) -> None: ...

@@ -127,7 +127,7 @@ def _read_strictly(request_cls: Any) -> Any:
 # version the client builds and reads (``client_max``); API_SPECS and CLIENT_MAX_VERSIONS below
 # are derived from it.  Server lower bounds above 0 are where Kafka 4.x starts too (KIP-896 removed
 # the older versions).  Server upper bounds stop before versions that need features this server
-# does not have: topic ids in Fetch (v13+), Produce (v13+), OffsetCommit/OffsetFetch (v10+).  Where
+# does not have: topic ids in Fetch (v13+) and Produce (v13+).  Where
 # both sides speak an API their newest versions agree today; they need not: a connection uses the
 # lower (BrokerConnection.version_for).  ``client_max=None``: the client neither produces nor
 # administers topics or deletes groups.
@@ -139,8 +139,10 @@ API_TABLE: tuple[ApiRow, ...] = (
     ApiRow(ApiKey.FETCH, FetchRequest, FetchResponse, served=(4, 12), client_max=12),
     ApiRow(ApiKey.LIST_OFFSETS, ListOffsetsRequest, ListOffsetsResponse, served=(1, 7), client_max=7),
     ApiRow(ApiKey.METADATA, MetadataRequest, MetadataResponse, served=(0, 12), client_max=12),
-    ApiRow(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, OffsetCommitResponse, served=(2, 9), client_max=9),
-    ApiRow(ApiKey.OFFSET_FETCH, OffsetFetchRequest, OffsetFetchResponse, served=(1, 9), client_max=9),
+    # v10 names topics by id (advertised from Kafka 4.2); the client sends it when it knows every
+    # topic's id (Java's forTopicIdsOrNames), else v9
+    ApiRow(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, OffsetCommitResponse, served=(2, 10), client_max=10),
+    ApiRow(ApiKey.OFFSET_FETCH, OffsetFetchRequest, OffsetFetchResponse, served=(1, 10), client_max=10),
     ApiRow(ApiKey.FIND_COORDINATOR, FindCoordinatorRequest, FindCoordinatorResponse, served=(0, 4), client_max=4),
     ApiRow(ApiKey.JOIN_GROUP, JoinGroupRequest, JoinGroupResponse, served=(0, 9), client_max=9),
     ApiRow(ApiKey.HEARTBEAT, HeartbeatRequest, HeartbeatResponse, served=(0, 4), client_max=4),

@@ -91,6 +91,9 @@ TABLES: dict[ApiKey, dict[ErrorCode, Action]] = {
     A.OFFSET_COMMIT: {
         **_MEMBERSHIP,
         E.UNKNOWN_TOPIC_OR_PARTITION: Action.RETRY,
+        # v10: the topic id is not (or no longer) the topic's: retried once the metadata is
+        # refreshed (Java's CommitRequestManager retries it)
+        E.UNKNOWN_TOPIC_ID: Action.RETRY,
         E.OFFSET_METADATA_TOO_LARGE: Action.RAISE,
         E.INVALID_COMMIT_OFFSET_SIZE: Action.RAISE,
         E.TOPIC_AUTHORIZATION_FAILED: Action.RAISE,
@@ -108,6 +111,7 @@ TABLES: dict[ApiKey, dict[ErrorCode, Action]] = {
         # check while it rejoins, its new epoch after)
         E.UNKNOWN_MEMBER_ID: Action.RETRY,
         E.UNKNOWN_TOPIC_OR_PARTITION: Action.RAISE,
+        E.UNKNOWN_TOPIC_ID: Action.RETRY,  # v10, as for OffsetCommit
         E.TOPIC_AUTHORIZATION_FAILED: Action.RAISE,
     },
     # KIP-848 (Java's ConsumerHeartbeatRequestManager): fenced -> the partitions are lost and the

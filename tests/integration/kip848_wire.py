@@ -367,13 +367,16 @@ def listed(scene: Scene, types: list[str], states: list[str]) -> list[tuple[str,
     return [(g.protocol_type, g.group_state, g.group_type) for g in answer.groups if g.group_id == scene.group]
 
 
-def classic_join(scene: Scene, group: str, member_id: str = "", protocol_type: str = "consumer") -> Any:
-    """JoinGroup v9 subscribed to the scene's topic (protocol "range"): its answer."""
+def classic_join(scene: Scene, group: str, member_id: str = "", protocol_type: str = "consumer",
+                 instance_id: str | None = None) -> Any:
+    """JoinGroup v9 subscribed to the scene's topic (protocol "range"), static with ``instance_id``:
+    its answer."""
     protocol = JoinGroupRequest.JoinGroupRequestProtocol(
         name="range", metadata=encode_subscription(Subscription([scene.topic])))
     return scene.wire.call(JoinGroupRequest(
         version=9, group_id=group, session_timeout_ms=10_000, rebalance_timeout_ms=5000, member_id=member_id,
-        group_instance_id=None, protocol_type=protocol_type, protocols=[protocol], reason=None), JoinGroupResponse)
+        group_instance_id=instance_id, protocol_type=protocol_type, protocols=[protocol], reason=None),
+        JoinGroupResponse)
 
 
 def classic_member(scene: Scene, group: str, protocol_type: str = "consumer") -> Any:
@@ -385,12 +388,12 @@ def classic_member(scene: Scene, group: str, protocol_type: str = "consumer") ->
 
 
 def classic_sync(scene: Scene, group: str, joined: Any, assignments: dict[str, frozenset[int]],
-                 user_data: bytes | None = None) -> Any:
+                 user_data: bytes | None = None, instance_id: str | None = None) -> Any:
     """SyncGroup v5 (the leader's ``assignments`` by member id, or none, each with ``user_data``
     as a custom assignor leaves): its answer."""
     answer = scene.wire.call(SyncGroupRequest(
         version=5, group_id=group, generation_id=joined.generation_id, member_id=joined.member_id,
-        group_instance_id=None, protocol_type="consumer", protocol_name="range", assignments=[
+        group_instance_id=instance_id, protocol_type="consumer", protocol_name="range", assignments=[
             SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=encode_assignment(
                 Assignment([TopicPartition(scene.topic, p) for p in sorted(ps)], user_data)))
             for m, ps in assignments.items()]),
@@ -398,9 +401,9 @@ def classic_sync(scene: Scene, group: str, joined: Any, assignments: dict[str, f
     return answer
 
 
-def classic_heartbeat(scene: Scene, group: str, joined: Any) -> int:
+def classic_heartbeat(scene: Scene, group: str, joined: Any, instance_id: str | None = None) -> int:
     return int(scene.wire.call(HeartbeatRequest(version=4, group_id=group, generation_id=joined.generation_id,
-                                                member_id=joined.member_id, group_instance_id=None),
+                                                member_id=joined.member_id, group_instance_id=instance_id),
                                HeartbeatResponse).error_code)
 
 

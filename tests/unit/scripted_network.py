@@ -48,6 +48,11 @@ class ScriptedClient:
     def wakeup(self) -> None:
         pass
 
+    interrupts = 0  # interrupt() calls: what ended a wait of the application thread
+
+    def interrupt(self) -> None:
+        self.interrupts += 1
+
     def close(self) -> None:
         pass
 

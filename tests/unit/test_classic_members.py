@@ -190,3 +190,24 @@ def test_a_classic_members_sync_after_the_target_moved_on_is_told_to_join_again(
     assert node.sync(joined) == (E.REBALANCE_IN_PROGRESS, [])
     again = node.classic_join(joined.member_id)
     assert again.generation_id == 4 and node.sync(again)[0] is E.NONE
+
+
+def static_join(node: Node, instance: str, member_id: str = "") -> Any:
+    from groupclient.coordinator.group_base.classic_api import JoinRequest
+    answers: list[Any] = []
+    node.c.join_group(JoinRequest("g", member_id, instance, "kp", "/127.0.0.1", 10_000, 5_000, "consumer",
+                                  SUBSCRIBED), node.h.now, answers.append, TOPICS)
+    return answers[0]
+
+
+def test_a_static_classic_member_comes_back_to_a_full_consumer_group() -> None:
+    # Kafka 4.4's throwIfConsumerGroupIsFull: a JoinGroup whose instance id is a member's is let in
+    node = Node(Harness(cluster_topics=lambda: TOPICS, group_consumer_max_size=2))
+    node.beat("A", 0, [], join=True)
+    first = static_join(node, "s1")
+    assert first.error is E.NONE
+    assert static_join(node, "s2").error is E.GROUP_MAX_SIZE_REACHED  # full
+    assert node.classic_join().error is E.GROUP_MAX_SIZE_REACHED
+    back = static_join(node, "s1")  # restarted: no member id, the same instance
+    assert back.error is E.NONE and back.member_id != first.member_id
+    assert sorted(node.c.consumer.get("g").members) == sorted(["A", back.member_id])  # type: ignore[union-attr]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -135,3 +137,48 @@ def test_async_commit_callbacks_wait_for_the_application_thread(stable: Any) -> 
     assert calls == []  # completed, but the callback waits for poll()
     coordinator.invoke_completed_commit_callbacks()
     assert calls == [(OFFSETS, None)]
+
+
+TOPIC_ID = uuid.UUID("00000000-0000-4000-8000-0000000000aa")
+
+
+def by_id_answer(*errors: ErrorCode) -> Any:
+    """OffsetCommit answers as v10 gives them: the topic by id, no name."""
+    answers = iter(errors)
+
+    def respond(req: Any) -> Any:
+        assert req.version == 10 and [t.topic_id for t in req.topics] == [TOPIC_ID], req
+        T = OffsetCommitResponse.OffsetCommitResponseTopic
+        return OffsetCommitResponse(version=req.version, throttle_time_ms=0, topics=[
+            T(name="", topic_id=TOPIC_ID, partitions=[
+                T.OffsetCommitResponsePartition(partition_index=0, error_code=int(next(answers)))])])
+    return respond
+
+
+def test_a_commit_names_topics_by_id_only_when_the_metadata_knows_every_id(stable: Any) -> None:
+    coordinator, net, clock = stable
+    net.on(ApiKey.OFFSET_COMMIT, commit_answer(E.NONE))
+    coordinator.commit_sync(OFFSETS, Timer(clock, 1000))  # no topic ids known: v9, by name
+    first = net.requests(ApiKey.OFFSET_COMMIT)[0]
+    assert (first.version, first.topics[0].name) == (9, "t")
+    net.metadata.snapshot = replace(net.metadata.snapshot, topic_ids={"t": TOPIC_ID})
+    net.on(ApiKey.OFFSET_COMMIT, by_id_answer(E.NONE))
+    coordinator.commit_sync(OFFSETS, Timer(clock, 1000))
+    assert net.requests(ApiKey.OFFSET_COMMIT)[1].version == 10
+    other = {**OFFSETS, TopicPartition("u", 0): OffsetAndMetadata(1, "", -1)}  # "u" has no id known
+    net.on(ApiKey.OFFSET_COMMIT, commit_answer(E.NONE))
+    coordinator.commit_sync(other, Timer(clock, 1000))
+    assert net.requests(ApiKey.OFFSET_COMMIT)[2].version == 9
+
+
+def test_an_unknown_topic_id_refreshes_the_metadata_and_is_retried_and_named(stable: Any) -> None:
+    coordinator, net, clock = stable
+    net.metadata.snapshot = replace(net.metadata.snapshot, topic_ids={"t": TOPIC_ID})
+    net.on(ApiKey.OFFSET_COMMIT, by_id_answer(E.UNKNOWN_TOPIC_ID, E.NONE))
+    asked = net.metadata.update_requests()
+    coordinator.commit_sync(OFFSETS, Timer(clock, 5000))
+    assert len(net.requests(ApiKey.OFFSET_COMMIT)) == 2
+    assert net.metadata.update_requests() > asked
+    net.on(ApiKey.OFFSET_COMMIT, by_id_answer(*[E.UNKNOWN_TOPIC_ID] * 100))
+    with pytest.raises(KafkaTimeoutError, match=r"t-0.*UNKNOWN_TOPIC_ID"):  # by name, not by id
+        coordinator.commit_sync(OFFSETS, Timer(clock, 1000))

@@ -132,7 +132,7 @@ class Harness:
 def commit_ok(req: Any, error: ErrorCode = E.NONE) -> Any:
     T = OffsetCommitResponse.OffsetCommitResponseTopic
     return OffsetCommitResponse(version=req.version, throttle_time_ms=0, topics=[
-        T(name=t.name, partitions=[T.OffsetCommitResponsePartition(partition_index=p.partition_index,
+        T(name=t.name, topic_id=t.topic_id, partitions=[T.OffsetCommitResponsePartition(partition_index=p.partition_index,
                                                                      error_code=int(error)) for p in t.partitions])
         for t in req.topics])
 

@@ -53,34 +53,83 @@ def _ids(partitions: list[TopicPartition], topics: Topics) -> dict[uuid.UUID, fr
     return {t: frozenset(ps) for t, ps in owned.items()}
 
 
+def static_holder(group: ConsumerGroup, instance_id: str | None) -> Member | None:
+    """The member holding ``instance_id`` in the group (either protocol's), if any."""
+    if instance_id is None:
+        return None
+    return next((m for m in group.members.values() if m.instance_id == instance_id), None)
+
+
+def _replacing(group: ConsumerGroup, holder: Member, member_id: str, req: JoinRequest) -> Member:
+    """A static member back under a new member id (Kafka's getOrMaybeSubscribeStaticConsumerGroupMember,
+    as a classic JoinGroup has it): the new id takes its predecessor's place, partitions and
+    target, at epoch 0, whichever protocol the predecessor spoke and whether or not it left."""
+    del group.members[holder.member_id]
+    member = Member(member_id, holder.instance_id, holder.rack_id, req.client_id, req.client_host, holder.topics,
+                    holder.regex, holder.server_assignor, holder.rebalance_timeout_ms,
+                    MemberAssignment(0, 0, MemberAssignmentState.STABLE, holder.assignment.assigned,
+                                     since=holder.assignment.since),
+                    joined_at=holder.joined_at, principal=req.principal)
+    group.target[member_id] = group.target.pop(holder.member_id, {})
+    group.members[member_id] = member
+    return member
+
+
+def _member_of(group: ConsumerGroup, req: JoinRequest, member_id: str,
+               unknown: bool) -> tuple[Member, bool] | ErrorCode:
+    """The member the JoinGroup is from (Kafka 4.4's classicGroupJoinToConsumerGroup), and whether
+    it is new to the group: a new one, a static member's replacement, the known one; or why not."""
+    holder = static_holder(group, req.group_instance_id)
+    if req.group_instance_id is not None:
+        if unknown:
+            if holder is None:
+                return _new(group, req, member_id), True
+            return _replacing(group, holder, member_id, req), False
+        if holder is None:
+            return E.UNKNOWN_MEMBER_ID
+        if holder.member_id != member_id:
+            return E.FENCED_INSTANCE_ID
+        return holder, False
+    member = group.members.get(member_id)
+    if member is None:  # Kafka keeps no pending ids here: the id it handed out, or any, joins
+        return _new(group, req, member_id), True
+    if member.classic is None:
+        return E.UNKNOWN_MEMBER_ID  # a consumer-protocol member's id
+    return member, False
+
+
+def _new(group: ConsumerGroup, req: JoinRequest, member_id: str) -> Member:
+    member = Member(member_id, req.group_instance_id, None, req.client_id, req.client_host,
+                    joined_at=group.joins, principal=req.principal)
+    group.joins += 1
+    group.members[member_id] = member
+    return member
+
+
 def join(group: ConsumerGroup, req: JoinRequest, now: int, topics: Topics,
          new_member_id: Callable[[], str]) -> JoinResult:
     """A classic JoinGroup to this (live) consumer group."""
-    member_id = req.member_id
-    if (not member_id or member_id not in group.members) and len(group.members) >= group.settings.max_size:
-        return JoinResult(E.GROUP_MAX_SIZE_REACHED, member_id)
+    unknown = not req.member_id
+    member_id = new_member_id() if unknown else req.member_id
+    # Kafka 4.4 (KAFKA-20601): a static member comes back to a full group
+    if static_holder(group, req.group_instance_id) is None and (unknown or member_id not in group.members) \
+            and len(group.members) >= group.settings.max_size:
+        return JoinResult(E.GROUP_MAX_SIZE_REACHED, req.member_id)
     if not supports(group, req.protocol_type, [p for p, _ in req.protocols]):
-        return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id)
-    if not member_id:
-        member_id = new_member_id()
-        if req.require_known_member_id:
-            return JoinResult(E.MEMBER_ID_REQUIRED, member_id)
-    member = group.members.get(member_id)
-    joined = member is None
-    if member is None:  # Kafka keeps no pending ids here: the id it handed out, or any, joins
-        member = Member(member_id, req.group_instance_id, None, req.client_id, req.client_host,
-                        joined_at=group.joins, principal=req.principal)
-        group.joins += 1
-        group.members[member_id] = member
-    elif member.classic is None:
-        return JoinResult(E.UNKNOWN_MEMBER_ID, member_id)  # a consumer-protocol member's id
+        return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
+    if unknown and req.require_known_member_id and req.group_instance_id is None:
+        return JoinResult(E.MEMBER_ID_REQUIRED, member_id)
+    found = _member_of(group, req, member_id, unknown)
+    if isinstance(found, ErrorCode):
+        return JoinResult(found, req.member_id)
+    member, joined = found
     try:
         subscription = decode_subscription(req.protocols[0][1])
     except Exception:
         return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id)
     names = tuple(sorted(set(subscription.topics)))
     dropped = bool(set(member.topics) - set(names))
-    changed = names != member.topics or member.classic is None
+    changed = names != member.topics or joined
     member.topics, member.rack_id = names, subscription.rack_id
     member.client_id, member.client_host = req.client_id, req.client_host
     member.rebalance_timeout_ms = req.rebalance_timeout_ms
@@ -95,14 +144,30 @@ def join(group: ConsumerGroup, req: JoinRequest, now: int, topics: Topics,
     return JoinResult(E.NONE, member_id, member.assignment.epoch, PROTOCOL_TYPE, member.classic.protocol_name, "")
 
 
+def _validated(group: ConsumerGroup, member_id: str,
+               instance_id: str | None) -> tuple[Member, ClassicProtocol] | ErrorCode:
+    """The classic member a SyncGroup or Heartbeat is from (Kafka's validateConsumerGroupMember): a
+    static one by its instance id, FENCED_INSTANCE_ID when another member id holds the instance."""
+    if instance_id is None:
+        member = group.members.get(member_id)
+    else:
+        member = static_holder(group, instance_id)
+        if member is not None and member.member_id != member_id:
+            return E.FENCED_INSTANCE_ID
+    if member is None or member.classic is None:
+        return E.UNKNOWN_MEMBER_ID
+    return member, member.classic
+
+
 def sync(group: ConsumerGroup, req: SyncRequest, now: int, name_of: Callable[[uuid.UUID], str | None]) -> SyncResult:
     """A classic member's SyncGroup: what it may own now."""
-    member = group.members.get(req.member_id)
-    if member is None or member.classic is None:
-        return SyncResult(E.UNKNOWN_MEMBER_ID)
+    found = _validated(group, req.member_id, req.group_instance_id)
+    if isinstance(found, ErrorCode):
+        return SyncResult(found)
+    member, classic = found
     if req.generation_id != member.assignment.epoch:
         return SyncResult(E.ILLEGAL_GENERATION)
-    name = member.classic.protocol_name
+    name = classic.protocol_name
     if (req.protocol_type not in (None, PROTOCOL_TYPE)) or (req.protocol_name not in (None, name)):
         return SyncResult(E.INCONSISTENT_GROUP_PROTOCOL)
     if group.assignment_epoch > member.assignment.epoch and \
@@ -110,31 +175,33 @@ def sync(group: ConsumerGroup, req: SyncRequest, now: int, name_of: Callable[[uu
         # a newer target came after its join: it must join again to catch up, within its
         # rebalance timeout (Kafka's throwIfRebalanceInProgress); one giving partitions up has
         # joined already and goes on revoking
-        if member.classic.deadline is None:
-            member.classic.deadline = now + member.rebalance_timeout_ms
+        if classic.deadline is None:
+            classic.deadline = now + member.rebalance_timeout_ms
         return SyncResult(E.REBALANCE_IN_PROGRESS)
-    member.classic.deadline = None
-    member.session_ends_at = now + member.classic.session_timeout_ms
+    classic.deadline = None
+    member.session_ends_at = now + classic.session_timeout_ms
     partitions = [TopicPartition(topic, p) for tid, ps in member.assignment.assigned.items()
                   if (topic := name_of(tid)) is not None for p in sorted(ps)]
     return SyncResult(E.NONE, PROTOCOL_TYPE, name, encode_assignment(Assignment(partitions)))
 
 
-def heartbeat(group: ConsumerGroup, member_id: str, generation_id: int, now: int) -> ErrorCode:
+def heartbeat(group: ConsumerGroup, member_id: str, instance_id: str | None, generation_id: int,
+              now: int) -> ErrorCode:
     """A classic member's Heartbeat: REBALANCE_IN_PROGRESS when it must join again to move on."""
-    member = group.members.get(member_id)
-    if member is None or member.classic is None:
-        return E.UNKNOWN_MEMBER_ID
+    found = _validated(group, member_id, instance_id)
+    if isinstance(found, ErrorCode):
+        return found
+    member, classic = found
     if generation_id != member.assignment.epoch:
         return E.ILLEGAL_GENERATION
-    member.session_ends_at = now + member.classic.session_timeout_ms
+    member.session_ends_at = now + classic.session_timeout_ms
     state = member.assignment.state
     # Kafka 4.3: against the target's epoch, not the group's (the target may lag it by the
     # assignment interval, and a rejoin before it is computed would change nothing)
     if (member.assignment.epoch < group.assignment_epoch or state is MemberAssignmentState.UNREVOKED_PARTITIONS
             or (state is MemberAssignmentState.UNRELEASED_PARTITIONS and not waiting(group, member))):
-        if member.classic.deadline is None:
-            member.classic.deadline = now + member.rebalance_timeout_ms
+        if classic.deadline is None:
+            classic.deadline = now + member.rebalance_timeout_ms
         return E.REBALANCE_IN_PROGRESS
     return E.NONE
 

@@ -183,8 +183,13 @@ class ConsumerGroups:
             return None
         self._topics = topics
         epochs = (group.epoch, group.assignment_epoch)
+        holder = classic_members.static_holder(group, req.group_instance_id)
         result = classic_members.join(group, req, now, topics, self._new_member_id)
         if result.error is E.NONE:
+            if holder is not None and holder.member_id != result.member_id:
+                log.info("group %s: static member %s (instance %s) replaced by %s, a classic member",
+                         group.group_id, holder.member_id, req.group_instance_id, result.member_id)
+                self._arm(group, holder.member_id)  # gone: its deadline with it
             self._after(group, epochs, [result.member_id], now)
         return result
 
@@ -198,12 +203,13 @@ class ConsumerGroups:
             self._arm(group, req.member_id)
         return result
 
-    def classic_heartbeat(self, group_id: str, member_id: str, generation_id: int, now: int) -> ErrorCode | None:
+    def classic_heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int,
+                          now: int) -> ErrorCode | None:
         """A Heartbeat for a consumer group's id (None: not one here)."""
         group = self.get(group_id)
         if group is None:
             return None
-        error = classic_members.heartbeat(group, member_id, generation_id, now)
+        error = classic_members.heartbeat(group, member_id, instance_id, generation_id, now)
         if group.members.get(member_id) is not None:
             self._arm(group, member_id)
         return error

@@ -1,6 +1,6 @@
 """What a consumer-protocol group subscribes to, resolved against the cluster's topics: names, and
-patterns the coordinator resolves itself (KIP-848's ``SubscribedTopicRegex``, Java's RE2/J syntax;
-the client refuses what RE2/J would read differently, so Python's ``re`` reads the rest the same).
+patterns the coordinator resolves itself (KIP-848's ``SubscribedTopicRegex``, compiled and matched
+as Kafka's RE2/J does: protocol/re2j.py).
 
 The group epoch must move when a subscribed topic's metadata does (created, deleted, re-created
 with a new id, given more partitions) and when a pattern comes to match another topic; Kafka 4.1
@@ -9,13 +9,12 @@ keeps a hash of the subscribed topics' metadata for this, here it is the metadat
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from ...error_codes import ErrorCode
-from ...protocol.re2j import lacking
+from ...protocol.re2j import Re2jPattern, Re2jSyntaxError, compile_re2j, matches_topic
 from .errors import HeartbeatError
 
 TopicId = uuid.UUID
@@ -29,17 +28,14 @@ class Subscriber(Protocol):
     regex: str | None
 
 
-def compile_regex(pattern: str) -> re.Pattern[str]:
-    """The pattern, matched against whole topic names; INVALID_REGULAR_EXPRESSION for what Kafka's
-    RE2/J would not compile."""
-    what = lacking(pattern)
+def compile_regex(pattern: str) -> Re2jPattern:
+    """The pattern as Kafka's RE2/J compiles it; INVALID_REGULAR_EXPRESSION with RE2/J's words
+    for what it would not compile (Kafka's message)."""
     try:
-        if what is None:
-            return re.compile(pattern)
-    except re.error as exc:
-        what = str(exc)
-    raise HeartbeatError(ErrorCode.INVALID_REGULAR_EXPRESSION,
-                         f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: {what}.")
+        return compile_re2j(pattern)
+    except Re2jSyntaxError as exc:
+        raise HeartbeatError(ErrorCode.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex `{pattern}` is not a "
+                             f"valid regular expression: {exc.description}.") from None
 
 
 # Kafka 4.1's GroupMetadataManager: patterns are resolved in the background, at most once per
@@ -124,7 +120,8 @@ class SubscribedTopics:
     def resolve(self, members: Iterable[Subscriber], topics: Topics, now: int) -> None:
         """Match every pattern in use against the topics' names (whole names, as RE2/J's matches())."""
         patterns = {m.regex for m in members if m.regex}
-        self._matches = {p: frozenset(name for name in topics if compile_regex(p).fullmatch(name))
+        compiled = {p: compile_regex(p) for p in patterns}
+        self._matches = {p: frozenset(name for name in topics if matches_topic(compiled[p], name))
                          for p in sorted(patterns)}
         self._resolved_at = now
         self._names_at_resolution = frozenset(topics)

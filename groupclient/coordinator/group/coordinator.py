@@ -187,7 +187,8 @@ class GroupCoordinator:
         error = self.check_group(group_id)
         if error:
             return error
-        if (answered := self.consumer.classic_heartbeat(group_id, member_id, generation_id, now)) is not None:
+        if (answered := self.consumer.classic_heartbeat(group_id, member_id, instance_id, generation_id,
+                                                        now)) is not None:
             return answered
         return self.classic.heartbeat(group_id, member_id, instance_id, generation_id, now)
 

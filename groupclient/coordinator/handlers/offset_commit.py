@@ -1,8 +1,9 @@
-"""OffsetCommit (8); v9 carries a consumer-protocol member's epoch in the generation's place."""
+"""OffsetCommit (8); v9 carries a consumer-protocol member's epoch in the generation's place, and
+v10 names topics by id (Kafka 4.2+ advertises it)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import uuid
 from typing import Any
 
 from kafka.protocol.consumer.group import OffsetCommitResponse
@@ -14,46 +15,63 @@ from .context import Handler, RequestContext
 Topic = OffsetCommitResponse.OffsetCommitResponseTopic
 Partition = Topic.OffsetCommitResponsePartition
 
+BY_TOPIC_ID = 10  # the first version that names topics by id only
 
-def _response(req: Any, codes: dict[tuple[str, int], ErrorCode]) -> Any:
-    topics: dict[str, list[Any]] = {}
+# a requested topic as the answer names it: (name, id); v10 answers by id, older versions by name
+TopicRef = tuple[str, uuid.UUID | None]
+
+
+def _response(req: Any, codes: dict[tuple[TopicRef, int], ErrorCode]) -> Any:
+    topics: dict[TopicRef, list[Any]] = {}
     for (topic, partition), code in codes.items():
         topics.setdefault(topic, []).append(Partition(partition_index=partition, error_code=int(code)))
     return OffsetCommitResponse(
         version=req.version, throttle_time_ms=0,
-        topics=[Topic(name=name, partitions=parts) for name, parts in topics.items()],
+        topics=[Topic(name=name, topic_id=topic_id, partitions=parts) for (name, topic_id), parts in topics.items()],
     )
 
 
-def _offsets(req: Any) -> list[OffsetToCommit]:
-    return [
-        OffsetToCommit(t.name, p.partition_index, p.committed_offset,
-                       p.committed_leader_epoch if req.version >= 6 else -1, p.committed_metadata)
-        for t in req.topics for p in t.partitions
-    ]
+def _requested(req: Any) -> list[tuple[TopicRef, Any]]:
+    """Each requested topic as its answer names it, with its partitions."""
+    if req.version >= BY_TOPIC_ID:
+        return [(("", t.topic_id), t.partitions) for t in req.topics]
+    return [((t.name, None), t.partitions) for t in req.topics]
 
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
     instance_id = req.group_instance_id if ctx.api_version >= 7 else None
     if refused := ctx.foreign_member(req.group_id, req.member_id, instance_id):
         return error_response(req, refused)
-    offsets = _offsets(req)
-    # as Kafka's KafkaApis: a partition that does not exist gets UNKNOWN_TOPIC_OR_PARTITION, and
-    # the rest of the request is committed
-    topics = ctx.core.topics.topics
-    unknown = {(o.topic, o.partition) for o in offsets
-               if (t := topics.get(o.topic)) is None or not 0 <= o.partition < len(t.partitions)}
-    codes = {key: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for key in unknown}
-    known = [replace(o, topic_id=topics[o.topic].topic_id) for o in offsets if (o.topic, o.partition) not in unknown]
-    if known or not unknown:
-        codes.update(commit_offsets(ctx.node.coordinator, req.group_id, req.generation_id_or_member_epoch,
-                                    req.member_id, instance_id, known, ctx.wall_ms, ctx.now, ctx.api_version))
+    # as Kafka's KafkaApis: a topic id no topic has gets UNKNOWN_TOPIC_ID and a partition that does
+    # not exist UNKNOWN_TOPIC_OR_PARTITION, each partition its own; the rest is committed
+    log = ctx.core.topics
+    codes: dict[tuple[TopicRef, int], ErrorCode] = {}
+    known: list[OffsetToCommit] = []
+    ref_of: dict[str, TopicRef] = {}
+    for ref, partitions in _requested(req):
+        name = ref[0] if ref[1] is None else log.name_of(ref[1])
+        topic = log.topics.get(name) if name is not None else None
+        for p in partitions:
+            if name is None:
+                codes[(ref, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_ID
+            elif topic is None or not 0 <= p.partition_index < len(topic.partitions):
+                codes[(ref, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                ref_of[name] = ref
+                known.append(OffsetToCommit(
+                    name, p.partition_index, p.committed_offset,
+                    p.committed_leader_epoch if req.version >= 6 else -1, p.committed_metadata, topic.topic_id))
+    if known or not codes:
+        committed = commit_offsets(ctx.node.coordinator, req.group_id, req.generation_id_or_member_epoch,
+                                   req.member_id, instance_id, known, ctx.wall_ms, ctx.now, ctx.api_version)
+        codes.update({(ref_of.get(topic, (topic, None)), partition): code
+                      for (topic, partition), code in committed.items()})
         ctx.node.kick_timers()
     return _response(req, codes)
 
 
 def error_response(req: Any, error: ErrorCode) -> Any:
-    return _response(req, {(o.topic, o.partition): error for o in _offsets(req)})
+    return _response(req, {(ref, p.partition_index): error for ref, partitions in _requested(req) for p in partitions})
 
 
 HANDLER = Handler(handle, error_response)
