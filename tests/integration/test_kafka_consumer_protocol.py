@@ -50,22 +50,26 @@ def test_a_mixed_group_scales_out_and_in_leaves_and_dies_with_one_owner_at_every
     counts: Counter[int] = Counter()
     expected = external.produce(bootstrap, topic, 300, PARTITIONS, counts)
     members: list[Peer] = []
-    # scale out one member at a time: each new one gets partitions only once their owner let go
-    for kind in ("groupclient", "confluent", "java", "groupclient"):
-        members.append(start(peers, kind, bootstrap, group, topic))
+    # scale out one member at a time: each new one gets partitions only once their owner let go;
+    # kafka-python speaks the classic protocol, a classic member of the consumer group
+    for kind in ("groupclient", "confluent", "java", "kafka-python", "groupclient"):
+        members.append(peers.start(kind, bootstrap, group, topic) if kind == "kafka-python"
+                       else start(peers, kind, bootstrap, group, topic))
         assert external.peer_cover(members, PARTITIONS, 90), describe(members)
         expected |= external.produce(bootstrap, topic, 60, PARTITIONS, counts)
     assert wait_until(lambda: all_consumed(members, expected), 60), describe(members)
-    gc1, ck, java, gc2 = members
+    gc1, ck, java, kp, gc2 = members
     # graceful leaves (epoch -1): the others take over at once
     assert gc2.terminate() == 0 and gc2.has_event("closed"), gc2.describe()
     assert ck.terminate() == 0, ck.describe()
-    live = [gc1, java]
+    live = [gc1, java, kp]
     assert external.peer_cover(live, PARTITIONS, 60), describe(live)
     expected |= external.produce(bootstrap, topic, 120, PARTITIONS, counts)
     assert wait_until(lambda: all_consumed(members, expected), 60), describe(members)
-    # SIGKILL: no leave; Kafka fences the member after its session (10 s here) and reassigns
+    # SIGKILL: no leave; Kafka fences each member after its session (10 s here; the classic
+    # member's own session timeout) and reassigns
     java.kill()
+    kp.kill()
     assert external.peer_cover([gc1], PARTITIONS, 60), gc1.describe()
     expected |= external.produce(bootstrap, topic, 120, PARTITIONS, counts)
     assert wait_until(lambda: all_consumed(members, expected), 60), describe(members)
