@@ -16,11 +16,15 @@ import logging
 import re
 import asyncio
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..consumer.any_thread import AnyThreadAccess
+from ..consumer.broker_regex import broker_regex
 from ..consumer.config import check_name
 from ..consumer.group_consumer import GroupConsumer
 from ..consumer.queries import check_partition
+from ..consumer.subscription import TopicPattern
+from ..protocol.re2j import compile_re2j
 from ..errors import ArgumentTypeError, ConfigurationError, IllegalStateError
 from ..structs import TopicPartition
 from .consumer_thread import ConsumerThread
@@ -40,10 +44,12 @@ class Mode(enum.Enum):
     ASSIGNED = "assigned by hand"  # assign(); assign([]) too, as aiokafka
 
 
-def check_subscription(topics: object, pattern: object,
-                       listener: object) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
+def check_subscription(topics: object, pattern: object, listener: object,
+                       broker_side: bool = False) -> tuple[tuple[str, ...], TopicPattern | None]:
     """aiokafka's checks of ``subscribe()``'s arguments, at the call: the topic names and the
-    compiled pattern (TypeError for a wrong kind of argument, ValueError for a bad name or regex)."""
+    compiled pattern (TypeError for a wrong kind of argument, ValueError for a bad name or regex).
+    ``broker_side`` (``group_protocol='consumer'``): the broker evaluates the pattern, so it is
+    checked as its RE2/J reads it (consumer/broker_regex.py), not as Python's ``re``."""
     if isinstance(topics, (str, bytes)) or not isinstance(topics, (list, tuple, set, frozenset)):
         raise ArgumentTypeError(f"topics must be a list of topic names, not {topics!r}")
     names = tuple(topics)
@@ -61,6 +67,8 @@ def check_subscription(topics: object, pattern: object,
         return names, None
     if not isinstance(pattern, str):
         raise ArgumentTypeError(f"pattern must be a string, not {pattern!r}")
+    if broker_side:
+        return names, compile_re2j(broker_regex(pattern))
     try:
         return names, re.compile(pattern)
     except re.error as exc:
@@ -79,6 +87,7 @@ class AsyncSubscriptions:
     AsyncGroupConsumer (see the module doc)."""
 
     _state: str
+    _settings: dict[str, Any]  # the consumer's GroupConsumer settings
     _mode: Mode
     _buffer: RecordBuffer
     _access: AnyThreadAccess | None
@@ -103,7 +112,8 @@ class AsyncSubscriptions:
         or neither of topics and pattern, or a listener with no listener method; ValueError for a
         bad topic name or pattern; IllegalStateError after ``assign()``.  The group is joined (or
         rejoined) in the background; before ``start()``, ``start()`` joins it."""
-        names, _ = check_subscription(topics, pattern, listener)
+        broker_side = str(self._settings.get("group_protocol", "classic")).lower() == "consumer"
+        names, _ = check_subscription(topics, pattern, listener, broker_side)
         if self._mode is Mode.ASSIGNED:
             raise IllegalStateError("subscribe() after assign(): call unsubscribe() first")
         if not self._started():

@@ -153,3 +153,22 @@ def test_the_consumer_sends_what_re2j_reads_even_where_python_would_not(pattern:
         assert consumer.subscription() == set()
     finally:
         consumer.close()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("protocol, pattern, refused", [
+    ("consumer", r"\pL+", None),
+    ("consumer", "a(?=b)", "invalid or unsupported Perl syntax"),
+    ("classic", r"\pL+", "bad escape"),  # the client matches it, with Python's re
+    ("classic", "a(?=b)", None),
+])
+async def test_groupclient_aio_checks_a_pattern_as_its_protocol_reads_it(protocol: str, pattern: str,
+                                                                       refused: str | None) -> None:
+    from groupclient.aio import AsyncGroupConsumer
+
+    consumer = AsyncGroupConsumer(bootstrap_servers="127.0.0.1:9", group_id="g", group_protocol=protocol)
+    if refused is None:
+        consumer.subscribe(pattern=pattern)
+    else:
+        with pytest.raises(ConfigurationError, match=refused):
+            consumer.subscribe(pattern=pattern)

@@ -237,7 +237,7 @@ def test_the_group_survives_a_broker_restart(peers: PeerSet) -> None:
 
     if missing_tools():
         pytest.skip("needs Java and Maven")
-    with KafkaBroker().start() as broker:
+    with KafkaBroker() as broker:
         topic, group = external.new_topic(broker.bootstrap, 4), group_name()
         counts: Counter[int] = Counter()
         expected = external.produce(broker.bootstrap, topic, 100, 4, counts)

@@ -27,7 +27,7 @@ def oldest_bootstrap() -> Iterator[str]:
     from tests.kafka.broker import OLDEST_VERSION, KafkaBroker
 
     need_java()
-    with KafkaBroker(version=OLDEST_VERSION).start() as broker:
+    with KafkaBroker(version=OLDEST_VERSION) as broker:
         yield broker.bootstrap
 
 

@@ -174,6 +174,12 @@ class KafkaBroker:
         return props
 
     def start(self) -> KafkaBroker:
+        if self.proc is not None and self.proc.poll() is None:
+            # a second JVM on the same ports and data directory fails to bind the controller's
+            # port ("Unable to start acceptor for CONTROLLER") and, on a loaded machine, takes
+            # the running broker down with it: CreateTopics unanswered, then connections refused
+            raise RuntimeError("this Kafka broker is running already: use `with KafkaBroker(...)` or start(), "
+                               "not both")
         props = self.workdir / "server.properties"
         if not props.exists():
             props = self._configure()
