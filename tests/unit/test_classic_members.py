@@ -211,3 +211,16 @@ def test_a_static_classic_member_comes_back_to_a_full_consumer_group() -> None:
     back = static_join(node, "s1")  # restarted: no member id, the same instance
     assert back.error is E.NONE and back.member_id != first.member_id
     assert sorted(node.c.consumer.get("g").members) == sorted(["A", back.member_id])  # type: ignore[union-attr]
+
+
+def test_a_static_join_with_an_unreadable_subscription_changes_nothing() -> None:
+    # Kafka discards a failed join's records: the instance's holder is not replaced
+    node = Node()
+    node.beat("A", 0, [], join=True)
+    first = static_join(node, "s1")
+    from groupclient.coordinator.group_base.classic_api import JoinRequest
+    answers: list[Any] = []
+    node.c.join_group(JoinRequest("g", "", "s1", "kp", "/127.0.0.1", 10_000, 5_000, "consumer",
+                                  (("range", b"\xff\xff"),)), node.h.now, answers.append, TOPICS)
+    assert answers[0].error is E.INCONSISTENT_GROUP_PROTOCOL
+    assert sorted(node.c.consumer.get("g").members) == sorted(["A", first.member_id])  # type: ignore[union-attr]

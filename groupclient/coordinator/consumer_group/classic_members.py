@@ -75,26 +75,30 @@ def _replacing(group: ConsumerGroup, holder: Member, member_id: str, req: JoinRe
     return member
 
 
-def _member_of(group: ConsumerGroup, req: JoinRequest, member_id: str,
-               unknown: bool) -> tuple[Member, bool] | ErrorCode:
-    """The member the JoinGroup is from (Kafka 4.4's classicGroupJoinToConsumerGroup), and whether
-    it is new to the group: a new one, a static member's replacement, the known one; or why not."""
-    holder = static_holder(group, req.group_instance_id)
+def _refusal(group: ConsumerGroup, req: JoinRequest, member_id: str, unknown: bool) -> ErrorCode | None:
+    """Why the JoinGroup's member cannot be found (Kafka 4.4's classicGroupJoinToConsumerGroup),
+    before anything changes: a static member naming an id not its instance's, or a dynamic one
+    naming a consumer-protocol member's id."""
     if req.group_instance_id is not None:
+        holder = static_holder(group, req.group_instance_id)
         if unknown:
-            if holder is None:
-                return _new(group, req, member_id), True
-            return _replacing(group, holder, member_id, req), False
+            return None
         if holder is None:
             return E.UNKNOWN_MEMBER_ID
-        if holder.member_id != member_id:
-            return E.FENCED_INSTANCE_ID
-        return holder, False
+        return E.FENCED_INSTANCE_ID if holder.member_id != member_id else None
+    member = group.members.get(member_id)
+    return E.UNKNOWN_MEMBER_ID if member is not None and member.classic is None else None
+
+
+def _member_of(group: ConsumerGroup, req: JoinRequest, member_id: str, unknown: bool) -> tuple[Member, bool]:
+    """The member the JoinGroup is from (once :func:`_refusal` found none), and whether it is new
+    to the group: a new one, a static member's replacement, or the known one."""
+    holder = static_holder(group, req.group_instance_id)
+    if holder is not None:
+        return (_replacing(group, holder, member_id, req), False) if unknown else (holder, False)
     member = group.members.get(member_id)
     if member is None:  # Kafka keeps no pending ids here: the id it handed out, or any, joins
         return _new(group, req, member_id), True
-    if member.classic is None:
-        return E.UNKNOWN_MEMBER_ID  # a consumer-protocol member's id
     return member, False
 
 
@@ -119,14 +123,14 @@ def join(group: ConsumerGroup, req: JoinRequest, now: int, topics: Topics,
         return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
     if unknown and req.require_known_member_id and req.group_instance_id is None:
         return JoinResult(E.MEMBER_ID_REQUIRED, member_id)
-    found = _member_of(group, req, member_id, unknown)
-    if isinstance(found, ErrorCode):
-        return JoinResult(found, req.member_id)
-    member, joined = found
+    refused = _refusal(group, req, member_id, unknown)
+    if refused is not None:
+        return JoinResult(refused, req.member_id)
     try:
         subscription = decode_subscription(req.protocols[0][1])
-    except Exception:
+    except Exception:  # refused before the group changes, as Kafka discards a failed join's records
         return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id)
+    member, joined = _member_of(group, req, member_id, unknown)
     names = tuple(sorted(set(subscription.topics)))
     dropped = bool(set(member.topics) - set(names))
     changed = names != member.topics or joined
