@@ -40,6 +40,14 @@ CommittedOffsets = dict[TopicPartition, OffsetAndMetadata | None]
 LAST_BY_NAME = 9  # the newest OffsetCommit/OffsetFetch version that names topics; v10 names them by id
 
 
+def _topic_named(topic: Any, version: int, names: dict[uuid.UUID, str]) -> str:
+    """The name of a topic of an OffsetCommit or OffsetFetch answer: v10 answers by topic id (as
+    sent: ``names`` maps them back), older versions by name."""
+    if version > LAST_BY_NAME:
+        return names.get(topic.topic_id, str(topic.topic_id))
+    return str(topic.name)
+
+
 def _listed(partitions: list[TopicPartition], most: int = 5) -> str:
     """Partition names for a message: the first ``most``, then how many more."""
     names = [partition_name(tp.topic, tp.partition) for tp in partitions[:most]]
@@ -142,10 +150,7 @@ class OffsetCommitter:
     def _handle_commit(self, response: Any, future: RequestFuture[None], sent: CommitIdentity,
                        attempts: Attempts | None, names: dict[uuid.UUID, str],
                        offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
-        def topic_of(topic: Any) -> str:  # v10 answers by topic id, as sent
-            return names.get(topic.topic_id, str(topic.topic_id)) if response.version > LAST_BY_NAME else topic.name
-
-        failed = {TopicPartition(topic_of(t), p.partition_index): p.error_code
+        failed = {TopicPartition(_topic_named(t, response.version, names), p.partition_index): p.error_code
                   for t in response.topics for p in t.partitions if p.error_code}
         if attempts is not None:  # every partition's own error, before the first fails the commit
             for tp, code in failed.items():
@@ -344,13 +349,11 @@ class OffsetCommitter:
         else:
             error, topics = response.error_code, response.topics
 
-        def topic_of(topic: Any) -> str:  # v10 answers by topic id, as sent
-            return names.get(topic.topic_id, str(topic.topic_id)) if response.version > LAST_BY_NAME else topic.name
-
         for t in topics or ():
             for p in t.partitions:
                 if p.error_code:
-                    attempts.failed(p.error_code, [partition_name(topic_of(t), p.partition_index)])
+                    name = _topic_named(t, response.version, names)
+                    attempts.failed(p.error_code, [partition_name(name, p.partition_index)])
         codes = [error, *(p.error_code for t in topics or () for p in t.partitions)]
         code = next((c for c in codes if c), 0)
         if code:
@@ -363,7 +366,7 @@ class OffsetCommitter:
         result: CommittedOffsets = {}
         for t in topics:
             for p in t.partitions:
-                tp = TopicPartition(topic_of(t), p.partition_index)
+                tp = TopicPartition(_topic_named(t, response.version, names), p.partition_index)
                 result[tp] = (OffsetAndMetadata(p.committed_offset, p.metadata or "", p.committed_leader_epoch)
                               if p.committed_offset >= 0 else None)
         future.success(result)

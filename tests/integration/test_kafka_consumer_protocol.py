@@ -7,6 +7,7 @@ commits are exact."""
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections import Counter
@@ -145,8 +146,9 @@ def test_a_refusal_is_raised_once_from_poll_with_what_to_do(kip848_bootstrap: st
     if pattern is not None:
         # the consumer refuses what RE2/J does not compile before sending it (test_broker_regex.py);
         # the broker's refusal is what a broker whose RE2/J reads less than the consumer's check
-        # would answer: the check is taken out to reach it
+        # would answer: the check is taken out to reach it (the pattern kept as literal text)
         monkeypatch.setattr(consumer_protocol_driver, "broker_regex", lambda pattern: pattern)
+        monkeypatch.setattr(consumer_protocol_driver, "compile_re2j", lambda pattern: re.compile(re.escape(pattern)))
     consumer = GroupConsumer(bootstrap_servers=kip848_bootstrap, group_id=group_name(),
                              group_protocol="consumer", **setting)  # type: ignore[arg-type]
     try:
