@@ -11,7 +11,6 @@ are ``re``'s only.  A whole topic name must match.
 from __future__ import annotations
 
 import random
-import time
 import uuid
 from collections.abc import Iterator
 
@@ -25,6 +24,7 @@ from groupclient.protocol.consumer_group_heartbeat import (
 )
 from tests.integration import external
 from tests.integration.kip848_wire import REBALANCE_TIMEOUT_MS, Coordinator, E, Scene, coordinator_of, opened_scene, unique
+from tests.integration.peers import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -88,7 +88,7 @@ def test_a_pattern_re2j_does_not_compile_is_refused_in_its_words(scene: Scene) -
                        for p, d in REFUSED.items()}
 
 
-def topic_names(bootstrap: str, wire: Coordinator, ids: set[uuid.UUID]) -> set[str]:
+def topic_names(wire: Coordinator, ids: set[uuid.UUID]) -> set[str]:
     answer = wire.call(MetadataRequest(version=12, topics=[MetadataRequest.MetadataRequestTopic(topic_id=i, name=None)
                                                            for i in sorted(ids)],
                                        allow_auto_topic_creation=False, include_topic_authorized_operations=False),
@@ -109,23 +109,26 @@ def test_whole_topic_names_are_matched_as_re2j_matches_them(kip848_bootstrap: st
         wire = coordinator_of(kip848_bootstrap, group)
         member_id = new_member_id(random.Random())
         regex = f"{prefix}(?:{body})|{prefix}{SENTINEL}"
-        epoch, ids = JOIN_EPOCH, set()
+        epoch = JOIN_EPOCH
+
+        def resolved() -> bool:  # one heartbeat: the pattern's topics, once the sentinel is among them
+            nonlocal epoch
+            answer = wire.call(ConsumerGroupHeartbeatRequest(
+                version=1, group_id=group, member_id=member_id, member_epoch=epoch,
+                rebalance_timeout_ms=REBALANCE_TIMEOUT_MS, subscribed_topic_regex=regex,
+                subscribed_topic_names=None if epoch else [], topic_partitions=[]), ConsumerGroupHeartbeatResponse)
+            assert not answer.error_code, (body, answer)
+            epoch = answer.member_epoch
+            if answer.assignment is None:
+                return False
+            names = topic_names(wire, {tp.topic_id for tp in answer.assignment.topic_partitions})
+            if prefix + SENTINEL not in names:
+                return False
+            got[body] = {n.removeprefix(prefix) for n in names} - {SENTINEL}
+            return True
+
         try:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:  # bounded: until the sentinel comes, 30 s at most
-                answer = wire.call(ConsumerGroupHeartbeatRequest(
-                    version=1, group_id=group, member_id=member_id, member_epoch=epoch,
-                    rebalance_timeout_ms=REBALANCE_TIMEOUT_MS, subscribed_topic_regex=regex,
-                    subscribed_topic_names=None if epoch else [], topic_partitions=[]), ConsumerGroupHeartbeatResponse)
-                assert not answer.error_code, (body, answer)
-                epoch = answer.member_epoch
-                if answer.assignment is not None:
-                    ids = {tp.topic_id for tp in answer.assignment.topic_partitions}
-                    names = topic_names(kip848_bootstrap, wire, ids)
-                    if prefix + SENTINEL in names:
-                        got[body] = {n.removeprefix(prefix) for n in names} - {SENTINEL}
-                        break
-                time.sleep(0.3)
+            assert wait_until(resolved, 30, interval_s=0.3), f"{body!r} was never resolved"
             wire.call(ConsumerGroupHeartbeatRequest(version=1, group_id=group, member_id=member_id,
                                                     member_epoch=LEAVE_EPOCH), ConsumerGroupHeartbeatResponse)
         finally:

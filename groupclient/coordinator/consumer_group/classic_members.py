@@ -53,34 +53,12 @@ def _ids(partitions: list[TopicPartition], topics: Topics) -> dict[uuid.UUID, fr
     return {t: frozenset(ps) for t, ps in owned.items()}
 
 
-def static_holder(group: ConsumerGroup, instance_id: str | None) -> Member | None:
-    """The member holding ``instance_id`` in the group (either protocol's), if any."""
-    if instance_id is None:
-        return None
-    return next((m for m in group.members.values() if m.instance_id == instance_id), None)
-
-
-def _replacing(group: ConsumerGroup, holder: Member, member_id: str, req: JoinRequest) -> Member:
-    """A static member back under a new member id (Kafka's getOrMaybeSubscribeStaticConsumerGroupMember,
-    as a classic JoinGroup has it): the new id takes its predecessor's place, partitions and
-    target, at epoch 0, whichever protocol the predecessor spoke and whether or not it left."""
-    del group.members[holder.member_id]
-    member = Member(member_id, holder.instance_id, holder.rack_id, req.client_id, req.client_host, holder.topics,
-                    holder.regex, holder.server_assignor, holder.rebalance_timeout_ms,
-                    MemberAssignment(0, 0, MemberAssignmentState.STABLE, holder.assignment.assigned,
-                                     since=holder.assignment.since),
-                    joined_at=holder.joined_at, principal=req.principal)
-    group.target[member_id] = group.target.pop(holder.member_id, {})
-    group.members[member_id] = member
-    return member
-
-
 def _refusal(group: ConsumerGroup, req: JoinRequest, member_id: str, unknown: bool) -> ErrorCode | None:
     """Why the JoinGroup's member cannot be found (Kafka 4.4's classicGroupJoinToConsumerGroup),
     before anything changes: a static member naming an id not its instance's, or a dynamic one
     naming a consumer-protocol member's id."""
     if req.group_instance_id is not None:
-        holder = static_holder(group, req.group_instance_id)
+        holder = group.static_member(req.group_instance_id)
         if unknown:
             return None
         if holder is None:
@@ -93,9 +71,12 @@ def _refusal(group: ConsumerGroup, req: JoinRequest, member_id: str, unknown: bo
 def _member_of(group: ConsumerGroup, req: JoinRequest, member_id: str, unknown: bool) -> tuple[Member, bool]:
     """The member the JoinGroup is from (once :func:`_refusal` found none), and whether it is new
     to the group: a new one, a static member's replacement, or the known one."""
-    holder = static_holder(group, req.group_instance_id)
+    holder = group.static_member(req.group_instance_id)
     if holder is not None:
-        return (_replacing(group, holder, member_id, req), False) if unknown else (holder, False)
+        if unknown:  # back under a new id, whichever protocol its predecessor spoke and whether or not it left
+            holder = group.replace_static(holder, member_id, holder.rack_id, req.client_id, req.client_host,
+                                          req.principal)
+        return holder, False
     member = group.members.get(member_id)
     if member is None:  # Kafka keeps no pending ids here: the id it handed out, or any, joins
         return _new(group, req, member_id), True
@@ -116,7 +97,7 @@ def join(group: ConsumerGroup, req: JoinRequest, now: int, topics: Topics,
     unknown = not req.member_id
     member_id = new_member_id() if unknown else req.member_id
     # Kafka 4.4 (KAFKA-20601): a static member comes back to a full group
-    if static_holder(group, req.group_instance_id) is None and (unknown or member_id not in group.members) \
+    if group.static_member(req.group_instance_id) is None and (unknown or member_id not in group.members) \
             and len(group.members) >= group.settings.max_size:
         return JoinResult(E.GROUP_MAX_SIZE_REACHED, req.member_id)
     if not supports(group, req.protocol_type, [p for p, _ in req.protocols]):
@@ -155,7 +136,7 @@ def _validated(group: ConsumerGroup, member_id: str,
     if instance_id is None:
         member = group.members.get(member_id)
     else:
-        member = static_holder(group, instance_id)
+        member = group.static_member(instance_id)
         if member is not None and member.member_id != member_id:
             return E.FENCED_INSTANCE_ID
     if member is None or member.classic is None:

@@ -270,8 +270,28 @@ class ConsumerGroup:
         return held_by
 
     # -- who sends it ----------------------------------------------------------------------------
+    def static_member(self, instance_id: str | None) -> Member | None:
+        """The member holding ``instance_id`` (either protocol's, left or not), if any."""
+        if instance_id is None:
+            return None
+        return next((m for m in self.members.values() if m.instance_id == instance_id), None)
+
+    def replace_static(self, holder: Member, member_id: str, rack_id: str | None, client_id: str, client_host: str,
+                       principal: str | None = None) -> Member:
+        """A static member back under a new member id: it takes ``holder``'s place, partitions and
+        target, at epoch 0 (Kafka's getOrMaybeSubscribeStaticConsumerGroupMember)."""
+        del self.members[holder.member_id]
+        member = Member(member_id, holder.instance_id, rack_id, client_id, client_host, holder.topics,
+                        holder.regex, holder.server_assignor, holder.rebalance_timeout_ms,
+                        MemberAssignment(0, 0, MemberAssignmentState.STABLE, holder.assignment.assigned,
+                                         since=holder.assignment.since),
+                        joined_at=holder.joined_at, principal=principal)
+        self.target[member_id] = self.target.pop(holder.member_id, {})
+        self.members[member_id] = member
+        return member
+
     def _throw_if_full(self, member_id: str, instance_id: str | None) -> None:
-        if instance_id is not None and any(m.instance_id == instance_id for m in self.members.values()):
+        if self.static_member(instance_id) is not None:
             return  # Kafka 4.4 (KAFKA-20601): a static member comes back to a full group
         if len(self.members) >= self.settings.max_size and (not member_id or member_id not in self.members):
             raise HeartbeatError(E.GROUP_MAX_SIZE_REACHED, f"The consumer group has reached its maximum capacity of "
@@ -298,7 +318,7 @@ class ConsumerGroup:
 
     def _static(self, request: Any, client_id: str, client_host: str) -> Member:
         instance, member_id = request.instance_id, request.member_id
-        holder = next((m for m in self.members.values() if m.instance_id == instance), None)
+        holder = self.static_member(instance)
         if request.member_epoch == 0:
             if holder is None:
                 member = self.members.get(member_id)
@@ -311,15 +331,7 @@ class ConsumerGroup:
                                      f"{instance} cannot join the group because the instance id is owned by "
                                      f"{holder.member_id} member.")
             # the instance is back: it takes its predecessor's place and partitions, at epoch 0
-            del self.members[holder.member_id]
-            member = Member(member_id, instance, request.rack_id, client_id, client_host, holder.topics,
-                            holder.regex, holder.server_assignor, holder.rebalance_timeout_ms,
-                            MemberAssignment(0, 0, MemberAssignmentState.STABLE, holder.assignment.assigned,
-                                             since=holder.assignment.since),
-                            joined_at=holder.joined_at)
-            self.target[member_id] = self.target.pop(holder.member_id, {})
-            self.members[member_id] = member
-            return member
+            return self.replace_static(holder, member_id, request.rack_id, client_id, client_host)
         if holder is None:
             raise HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Instance id {instance} is unknown.")
         if holder.member_id != member_id:
@@ -399,7 +411,7 @@ class ConsumerGroup:
             if member is None:
                 raise self._unknown(member_id)
         else:
-            member = next((m for m in self.members.values() if m.instance_id == instance), None)
+            member = self.static_member(instance)
             if member is None:
                 raise HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Instance id {instance} is unknown.")
             if member.member_id != member_id:

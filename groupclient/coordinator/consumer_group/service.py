@@ -183,7 +183,7 @@ class ConsumerGroups:
             return None
         self._topics = topics
         epochs = (group.epoch, group.assignment_epoch)
-        holder = classic_members.static_holder(group, req.group_instance_id)
+        holder = group.static_member(req.group_instance_id)
         result = classic_members.join(group, req, now, topics, self._new_member_id)
         if result.error is E.NONE:
             if holder is not None and holder.member_id != result.member_id:
@@ -226,7 +226,7 @@ class ConsumerGroups:
         epoch = group.epoch
         for who in leaving:
             if who.group_instance_id is not None:
-                member = next((m for m in group.members.values() if m.instance_id == who.group_instance_id), None)
+                member = group.static_member(who.group_instance_id)
                 error = E.UNKNOWN_MEMBER_ID if member is None else (
                     E.FENCED_INSTANCE_ID if who.member_id and member.member_id != who.member_id else E.NONE)
             else:
