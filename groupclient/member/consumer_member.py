@@ -416,6 +416,7 @@ class ConsumerGroupMember(ConsumerLease):
         if stated is not None:
             self._sent = stated
         target_before = self._target.version if self._target is not None else None
+        target_before_partitions = self._target.partitions if self._target is not None else NO_PARTITIONS
         if response.assignment is not None:
             partitions = {tp.topic_id: frozenset(tp.partitions) for tp in response.assignment.topic_partitions
                           if tp.partitions}
@@ -431,11 +432,19 @@ class ConsumerGroupMember(ConsumerLease):
                     self._timer.must_revoke_by(sent_at)
             elif self._target.epoch != response.member_epoch:
                 self._target = Target(self._target.version, response.member_epoch, self._target.partitions)
+        target_after = self._target.partitions if self._target is not None else NO_PARTITIONS
+        if sent_epoch == JOIN_EPOCH or _gains(target_before_partitions, target_after):
+            self._timer.gaining(sent_at)
         if self._target is None:
             return False  # joined, no assignment yet: it comes with a later answer
         if self.state in (S.JOINING, S.STABLE) and (self._target.partitions != self.owned or self.state is S.JOINING):
             self._transition(S.RECONCILING, f"target assignment of epoch {self._target.epoch}")
         return self._target.version != target_before and self.state is S.RECONCILING
+
+
+def _gains(before: TopicIdPartitions, after: TopicIdPartitions) -> bool:
+    """Whether ``after`` holds a partition ``before`` did not."""
+    return any(not p <= before.get(t, frozenset()) for t, p in after.items())
 
 
 def _covers(target: TopicIdPartitions, owned: TopicIdPartitions) -> bool:

@@ -21,6 +21,15 @@ import random
 from ..network.backoff import ExponentialBackoff
 
 IN_FLIGHT_CHECK_MS = 50  # how often the heartbeat thread looks for the answer of a heartbeat in flight
+# While partitions come to the member (it joined, or a target gave it more), the rest of what the
+# group moves to it is released by other members one by one, and the broker says so only in the
+# answer to this member's next heartbeat: at the broker's interval, a released partition waits
+# half an interval on average with no owner.  So until SETTLING_INTERVALS intervals pass with
+# nothing more coming, the member heartbeats every tenth of the interval (not below
+# SETTLING_FLOOR_MS): only the members gaining partitions, only while they do.
+SETTLING_INTERVALS = 2
+SETTLING_DIVISOR = 10
+SETTLING_FLOOR_MS = 100
 
 
 class ConsumerHeartbeatTimer:
@@ -37,6 +46,7 @@ class ConsumerHeartbeatTimer:
         self.last_poll = now
         self.proven_at: int | None = None  # when the last heartbeat the broker answered was sent
         self.revoke_by: int | None = None  # the broker may fence the member from then on
+        self.settling_until = 0  # heartbeats go at the settling cadence until then (see above)
 
     # -- heartbeats ----------------------------------------------------------------------------
     def due(self, now: int) -> bool:
@@ -79,7 +89,21 @@ class ConsumerHeartbeatTimer:
         self.proven_at = sent_at
         if interval_ms > 0:
             self.interval_ms = interval_ms
-        self.next_at = 0 if at_once else sent_at + max(self.interval_ms, 1)
+        self.next_at = 0 if at_once else sent_at + self._cadence(sent_at)
+
+    def gaining(self, sent_at: int) -> None:
+        """The answer to the heartbeat sent at ``sent_at`` (already :meth:`proven`) joined the
+        member or gave it partitions: more may be released to it soon, so heartbeat at the
+        settling cadence for the next SETTLING_INTERVALS intervals."""
+        self.settling_until = sent_at + SETTLING_INTERVALS * max(self.interval_ms, 1)
+        if self.next_at:
+            self.next_at = min(self.next_at, sent_at + self._cadence(sent_at))
+
+    def settling_cadence_ms(self) -> int:
+        return min(max(self.interval_ms, 1), max(SETTLING_FLOOR_MS, self.interval_ms // SETTLING_DIVISOR))
+
+    def _cadence(self, sent_at: int) -> int:
+        return self.settling_cadence_ms() if sent_at < self.settling_until else max(self.interval_ms, 1)
 
     # -- the poll timeout ------------------------------------------------------------------------
     def polled(self, now: int) -> None:

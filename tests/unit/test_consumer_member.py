@@ -81,6 +81,7 @@ class Harness:
     def __init__(self, auto_commit: bool = False, config: GroupConfig = CONFIG, assignor: str | None = None,
                  rack: str | None = None, regex: str | None = None) -> None:
         self.clock = FakeClock()
+        self.started_at = self.clock.monotonic_ms()
         self.net = ScriptedClient(self.clock)
         self.net.metadata.snapshot = MetadataSnapshot(
             brokers={0: ("127.0.0.1", 9092)}, leaders={"orders": {0: 0, 1: 0, 2: 0}, "audit": {0: 0}},
@@ -109,6 +110,9 @@ class Harness:
 
     def heartbeats(self) -> list[Any]:
         return self.net.requests(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+
+    def elapsed_ms(self) -> int:
+        return self.clock.monotonic_ms() - self.started_at
 
     def step(self, *answers: Any, advance_ms: int = 0) -> None:
         """What one poll() does: a due heartbeat, its answer, the reconciliation (and its ack)."""
@@ -184,14 +188,50 @@ def test_no_listener_of_a_heartbeat_runs_under_the_members_lock() -> None:
     assert free == [True]
 
 
-def test_heartbeats_follow_the_interval_the_broker_sets() -> None:
+def heartbeat_times(h: Harness, until_ms: int, reply: Callable[[int], Any], step_ms: int = 50) -> list[int]:
+    """Run the clock to ``until_ms`` after the harness started, in steps, every heartbeat answered
+    ``reply(its number)``: when each heartbeat went out, in ms after the start."""
+    start = h.clock.monotonic_ms() - h.elapsed_ms()
+    times = []
+    while h.elapsed_ms() < until_ms:
+        sent = len(h.heartbeats())
+        h.answers = [reply(sent)]
+        h.step(advance_ms=step_ms)
+        times += [h.clock.monotonic_ms() - start] * (len(h.heartbeats()) - sent)
+    return times
+
+
+def test_a_member_that_joined_heartbeats_at_a_tenth_of_the_interval_for_two_intervals_then_at_the_interval() -> None:
+    # the partitions the group moves to a member that joins are released one by one, each
+    # announced only in an answer to this member: at the interval each would wait half of one
     h = Harness()
     h.step(answer(1, {ORDERS: [0]}, interval=2500), answer(1, interval=2500))
-    sent = len(h.heartbeats())
-    h.step(advance_ms=2400)
-    assert len(h.heartbeats()) == sent
-    h.step(answer(1, interval=2500), advance_ms=100)
-    assert len(h.heartbeats()) == sent + 1
+    assert len(h.heartbeats()) == 2 and h.member.member_state() is S.STABLE
+    times = heartbeat_times(h, 12_000, lambda n: answer(1, interval=2500))
+    assert times == [*range(250, 5_001, 250), 7_500, 10_000]
+
+
+def test_a_member_only_giving_partitions_up_heartbeats_at_the_interval_the_broker_sets() -> None:
+    h = Harness()
+    h.step(answer(1, {ORDERS: [0, 1]}, interval=2500), answer(1, interval=2500))
+    heartbeat_times(h, 10_000, lambda n: answer(1, interval=2500))  # the join's settling is over
+    first = len(h.heartbeats())
+    times = heartbeat_times(h, 20_000, lambda n: answer(2, {ORDERS: [0]}, interval=2500) if n == first
+                            else answer(2, interval=2500))
+    # the revocation is acknowledged at once; nothing comes to this member, so no more than that
+    assert times == [12_500, 12_500, 15_000, 17_500, 20_000]
+    assert owned(h.heartbeats()[first + 1]) == {ORDERS: [0]}
+
+
+def test_a_target_that_gives_the_member_a_partition_settles_it_again() -> None:
+    h = Harness()
+    h.step(answer(1, {ORDERS: [0]}, interval=1000), answer(1))
+    heartbeat_times(h, 5_000, lambda n: answer(1))
+    first = len(h.heartbeats())
+    times = heartbeat_times(h, 10_000, lambda n: answer(2, {ORDERS: [0, 1]}) if n == first else answer(2))
+    # the heartbeat at 6 s brings the target, acknowledged at once, then one every 100 ms for 2 s
+    assert times == [6_000, 6_000, *range(6_100, 8_001, 100), 9_000, 10_000]
+    assert owned(h.heartbeats()[first + 1]) == {ORDERS: [0, 1]}
 
 
 def test_a_v0_broker_may_hand_out_the_member_id_and_the_member_uses_it() -> None:
