@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.integration.kip848_wire import (
-    ALL, E, Scene, classic_heartbeat, classic_join, classic_sync, ok, opened_scene, synced, unique,
+    ALL, E, Scene, classic_heartbeat, classic_join, classic_sync, listed, ok, opened_scene, synced, unique,
 )
 
 pytestmark = pytest.mark.integration
@@ -66,3 +66,39 @@ def test_a_static_classic_member_joins_and_comes_back_under_a_new_member_id(scen
     stranger = classic_join(scene, scene.group, "someone", instance_id="static-9")
     assert stranger.error_code == E.UNKNOWN_MEMBER_ID, stranger
     assert classic_heartbeat(scene, scene.group, back, INSTANCE) == E.NONE
+
+
+def test_a_static_member_coming_back_classic_turns_a_group_of_classic_members_classic_without_a_rebalance(
+        scene: Scene) -> None:
+    """Kafka 4.4.0 (classicGroupJoinToConsumerGroup's online downgrade): A, a static
+    consumer-protocol member, shares the six with C, a classic member, at epoch 3.  A comes back as
+    a classic member (JoinGroup with its instance id, no member id): the group then has classic
+    members only and becomes a classic group in that JoinGroup.  Its assignment was current, so no
+    rebalance: A gets a new member id and generation 3, its SyncGroup its three, and C's Heartbeat
+    answers no error.  The group is listed classic and Stable; A's old member id is not a
+    consumer-protocol member any more."""
+    a = scene.member("A")
+    assert a.join(instance_id=INSTANCE) == ok(2, ALL)
+    assert a.beat(ALL) == ok(2)
+    c = classic_join(scene, scene.group, instance_id="static-2")
+    assert (c.error_code, c.generation_id) == (E.NONE, 3), c
+    scene.names[c.member_id] = "<C>"
+    kept = a.beat(ALL).assigned
+    assert kept is not None and len(kept) == 3, kept
+    assert a.beat(kept) == ok(3)
+    assert classic_heartbeat(scene, scene.group, c, "static-2") == E.REBALANCE_IN_PROGRESS
+    c = classic_join(scene, scene.group, c.member_id, instance_id="static-2")
+    assert synced(scene, classic_sync(scene, scene.group, c, {}, instance_id="static-2")) == (
+        E.NONE, "consumer", "range", ALL - kept)
+    assert classic_heartbeat(scene, scene.group, c, "static-2") == E.NONE
+    back = classic_join(scene, scene.group, instance_id=INSTANCE)
+    assert (back.error_code, back.generation_id, back.protocol_type, back.protocol_name) == (
+        E.NONE, 3, "consumer", "range"), back
+    assert back.member_id not in ("", a.member_id), back
+    scene.names[back.member_id] = "<A2>"
+    assert synced(scene, classic_sync(scene, scene.group, back, {}, instance_id=INSTANCE)) == (
+        E.NONE, "consumer", "range", kept)
+    assert classic_heartbeat(scene, scene.group, c, "static-2") == E.NONE
+    assert classic_heartbeat(scene, scene.group, back, INSTANCE) == E.NONE
+    assert listed(scene, [], []) == [("consumer", "Stable", "classic")]
+    assert a.beat(kept).error == E.GROUP_ID_NOT_FOUND

@@ -98,13 +98,15 @@ class ClassicGroups:
             member.complete_sync(SyncResult(E.REBALANCE_IN_PROGRESS))
         group.transition_to(S.DEAD, reason)
 
-    def adopt(self, group: Group, now: int) -> None:
+    def adopt(self, group: Group, now: int, rebalance: bool = True) -> None:
         """Serve a group made of a consumer group's classic members: their sessions run and the
-        group rebalances, so they join it as a classic group."""
+        group rebalances, so they join it as a classic group (or, ``rebalance`` False, stays
+        Stable with the assignments it was made with)."""
         self.groups[group.group_id] = group
         for member in group.members.values():
             self._rebalancer.arm_session(group, member, now)
-        self._rebalancer.prepare(group, now, "converted from a consumer group", C.CONVERTED)
+        if rebalance:
+            self._rebalancer.prepare(group, now, "converted from a consumer group", C.CONVERTED)
         self._rebalancer.store(group)
 
     def drop(self, group: Group, reason: str) -> None:

@@ -66,8 +66,9 @@ class ClassicSide(Protocol):
         or None if it had no members (gone too: its id is free); HeartbeatError with Kafka's refusal."""
 
     def downgrade_to_classic(self, group: ConsumerGroup, name_of: Callable[[uuid.UUID], str | None],
-                             generation: int, now: int) -> None:
-        """Serve a classic group made of the consumer group's classic members, and rebalance it."""
+                             generation: int, now: int, rebalance: bool = True) -> None:
+        """Serve a classic group made of the consumer group's classic members, Stable at
+        ``generation``, and rebalance it (or not)."""
 
 
 class ConsumerGroups:
@@ -148,10 +149,12 @@ class ConsumerGroups:
         log.info("group %s: consumer group created", group_id)
         return group
 
-    def _after(self, group: ConsumerGroup, epochs: tuple[int, int], member_ids: list[str], now: int) -> None:
+    def _after(self, group: ConsumerGroup, epochs: tuple[int, int], member_ids: list[str], now: int,
+               replaced: bool = False) -> None:
         """After a request changed the group: journal it (the members named, or everyone when the
         epochs moved: every target may have changed), re-arm the members' deadlines, resolve its
-        patterns off the request, and turn it back into a classic group if only classic members are left."""
+        patterns off the request, and turn it back into a classic group if only classic members
+        are left (``replaced``: because a classic static member took a consumer-protocol one's place)."""
         self._store.save_consumer_group(group, None if (group.epoch, group.assignment_epoch) != epochs
                                         else member_ids)
         self._rebalanced(group, epochs[0])
@@ -160,7 +163,7 @@ class ConsumerGroups:
         if group.resolution_due and ("consumer-regex", group.group_id) not in self._timers:
             # resolved off the heartbeat, as Kafka resolves patterns in the background
             self._timers.schedule(("consumer-regex", group.group_id), now, lambda t: self._resolve(group, t))
-        self._maybe_downgrade(group, now, epochs[0])
+        self._maybe_downgrade(group, now, epochs[0], replaced)
 
     def _resolve(self, group: ConsumerGroup, now: int) -> None:
         if self._registry.get(group.group_id) is group and self._owns(group.group_id):
@@ -190,7 +193,8 @@ class ConsumerGroups:
                 log.info("group %s: static member %s (instance %s) replaced by %s, a classic member",
                          group.group_id, holder.member_id, req.group_instance_id, result.member_id)
                 self._arm(group, holder.member_id)  # gone: its deadline with it
-            self._after(group, epochs, [result.member_id], now)
+            replaced = holder is not None and holder.classic is None and holder.member_id != result.member_id
+            self._after(group, epochs, [result.member_id], now, replaced)
         return result
 
     def classic_sync(self, req: SyncRequest, now: int) -> SyncResult | None:
@@ -257,15 +261,27 @@ class ConsumerGroups:
             self._names_of = (topics, {tid: name for name, (tid, _) in topics.items()})
         return self._names_of[1].get(topic_id)
 
-    def _maybe_downgrade(self, group: ConsumerGroup, now: int, epoch: int) -> None:
-        """Kafka's downgrade: the last consumer-protocol member is gone and classic ones remain
-        (``epoch``: the group's before that member was removed, the classic group's generation)."""
+    def _maybe_downgrade(self, group: ConsumerGroup, now: int, epoch: int, replaced: bool = False) -> None:
+        """Kafka's downgrade: the last consumer-protocol member is gone and classic ones remain.
+
+        When it left or was removed (``epoch``: the group's before that, the classic group's
+        generation), the classic group rebalances.  When a classic static member took its place
+        (``replaced``, Kafka's validateOnlineDowngradeWithReplacedMember), it becomes Stable at the
+        group epoch with each member's assignment, as a static member's restart should leave the
+        group, unless the assignment is older than the group epoch (Kafka's condition) or a member
+        is still moving partitions: Kafka then writes the targets and no member is told to take
+        up the rest of its target, so it would wait for a rebalance that nothing starts."""
         if not group.members or any(m.classic is None for m in group.members.values()):
             return
         if self._registry.get(group.group_id) is not group:
             return
+        settled = group.assignment_epoch == group.epoch and all(
+            m.assignment.state is MemberAssignmentState.STABLE and m.assignment.epoch == group.epoch
+            for m in group.members.values())
+        quiet = replaced and settled
         self.delete(group.group_id)
-        self._classic.downgrade_to_classic(group, self._name_of, epoch, now)
+        self._classic.downgrade_to_classic(group, self._name_of, group.epoch if replaced else epoch, now,
+                                           rebalance=not quiet)
 
     def _rebalanced(self, group: ConsumerGroup, epoch: int) -> None:
         """Tell the hook if the group epoch moved past ``epoch`` (a new epoch: a rebalance)."""

@@ -151,12 +151,13 @@ class GroupCoordinator:
         return group
 
     def downgrade_to_classic(self, group: ConsumerGroup, name_of: Callable[[uuid.UUID], str | None],
-                             generation: int, now: int) -> None:
-        """Serve a classic group made of the consumer group's classic members, and rebalance it."""
+                             generation: int, now: int, rebalance: bool = True) -> None:
+        """Serve a classic group made of the consumer group's classic members, Stable at
+        ``generation``, and rebalance it (or not)."""
         classic = downgraded(group, name_of, generation)
-        log.info("group %s: only classic members are left: it becomes a classic group of %d members",
-                 group.group_id, len(classic.members))
-        self.classic.adopt(classic, now)
+        log.info("group %s: only classic members are left: it becomes a classic group of %d members%s",
+                 group.group_id, len(classic.members), "" if rebalance else ", without a rebalance")
+        self.classic.adopt(classic, now, rebalance)
 
     def drop_group(self, group: Group, reason: str) -> None:
         """Delete an Empty classic group: Dead, gone from memory, a tombstone for it and its offsets."""
