@@ -100,6 +100,8 @@ class ConsumerHeartbeatTimer:
             self.next_at = min(self.next_at, sent_at + self._cadence(sent_at))
 
     def settling_cadence_ms(self) -> int:
+        """The time between heartbeats while settling: a tenth of the interval, not below
+        SETTLING_FLOOR_MS, and never longer than the interval itself."""
         return min(max(self.interval_ms, 1), max(SETTLING_FLOOR_MS, self.interval_ms // SETTLING_DIVISOR))
 
     def _cadence(self, sent_at: int) -> int:

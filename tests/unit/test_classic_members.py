@@ -23,9 +23,9 @@ TOPICS = {"orders": (ORDERS, 6)}
 SUBSCRIBED = (("range", encode_subscription(Subscription(["orders"]))),)
 
 
-def hb(member: str, epoch: int, owned: list[int] | None, join: bool = False) -> Any:
+def hb(member: str, epoch: int, owned: list[int] | None, join: bool = False, instance: str | None = None) -> Any:
     tps = None if owned is None else [Request.TopicPartitions(topic_id=ORDERS, partitions=owned)] if owned else []
-    return Request(version=1, group_id="g", member_id=member, member_epoch=epoch,
+    return Request(version=1, group_id="g", member_id=member, member_epoch=epoch, instance_id=instance,
                    rebalance_timeout_ms=10_000 if join else -1, subscribed_topic_names=["orders"] if join else None,
                    topic_partitions=[] if join else tps)
 
@@ -224,3 +224,20 @@ def test_a_static_join_with_an_unreadable_subscription_changes_nothing() -> None
                                   (("range", b"\xff\xff"),)), node.h.now, answers.append, TOPICS)
     assert answers[0].error is E.INCONSISTENT_GROUP_PROTOCOL
     assert sorted(node.c.consumer.get("g").members) == sorted(["A", first.member_id])  # type: ignore[union-attr]
+
+
+def test_a_static_member_back_classic_while_partitions_move_turns_the_group_classic_with_a_rebalance() -> None:
+    # A static consumer-protocol member A shares the group with a classic member C; before A gives
+    # up what C's join moved to C, A's instance comes back as a classic member: the group turns
+    # classic in that JoinGroup (tests/integration/test_classic_static_members.py has the settled
+    # case, without a rebalance, on Kafka 4.4 too) and, with partitions still moving, rebalances
+    node = Node()
+    node.beat("A", 0, [], join=True, instance="a")
+    node.beat("A", 2, [0, 1, 2, 3, 4, 5], instance="a")
+    c = node.classic_member()
+    assert c.generation_id == 3 and node.c.consumer.get("g") is not None
+    back = static_join(node, "a")
+    assert back.error is E.NONE and back.member_id not in ("", "A")
+    assert node.c.consumer.get("g") is None and node.h.state() == "PreparingRebalance"
+    assert node.sync(back)[0] is E.REBALANCE_IN_PROGRESS
+    assert node.h.heartbeat(c.member_id, c.generation_id) == "REBALANCE_IN_PROGRESS"
