@@ -24,6 +24,8 @@ from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.structs import ConsumerGroupMetadata, MemberState, TopicPartition
 
 from groupclient.coordinator import EmbeddedCluster
+from groupclient.coordinator.faults import FaultKind, FaultRule
+from groupclient.protocol.apis import ApiKey
 
 from .conftest import KP, ConsumerFactory, drain, kafka_python_bug, new_topic, poll_until, subscribe, unique
 
@@ -252,3 +254,22 @@ def test_the_revoked_partitions_are_still_owned_inside_on_partitions_revoked(
     assert revoked == owned == tps(topic, 0, 1)
     assert positions == {tp: 5 for tp in tps(topic, 0, 1)}
     assert cluster.committed_offsets(group) == {(topic, 0): 5, (topic, 1): 5}
+
+
+@pytest.mark.parametrize("lib", kafka_python_bug(
+    "an assignment its leader made before it had the topic's metadata (it assigns nothing) is "
+    "replaced by a second rebalance, which is lost when poll() times out during it: the leader's "
+    "new assignment clears the reason it rejoined, the next poll() no longer waits for the join, "
+    "and the member stays without partitions (conftest.warm and docs/pytest-plugin.md's example "
+    "load the metadata first for that reason)"))
+def test_a_rebalance_that_replaces_an_empty_first_assignment_completes_across_timed_out_polls(
+        lib: str, private_cluster: EmbeddedCluster, make_private_consumer: ConsumerFactory) -> None:
+    topic = new_topic(private_cluster, 3, [b"a", b"b", b"c"])
+    # the topic's metadata comes late, so the first assignment is made without it; both
+    # SyncGroups take longer than a poll(timeout_ms=100)
+    private_cluster.inject_fault(FaultRule(ApiKey.METADATA, FaultKind.DELAY, count=2, delay_ms=1500))
+    private_cluster.inject_fault(FaultRule(ApiKey.SYNC_GROUP, FaultKind.DELAY, count=2, delay_ms=1000))
+    consumer = make_private_consumer(group_id=unique("group"), auto_offset_reset="earliest", **RANGE)
+    consumer.subscribe([topic])  # not conftest.subscribe: it loads the metadata first
+    assert len(drain(consumer, 3, timeout_s=15)) == 3
+    assert consumer.assignment() == tps(topic, 0, 1, 2)
