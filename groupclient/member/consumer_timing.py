@@ -99,13 +99,13 @@ class ConsumerHeartbeatTimer:
         if self.next_at:
             self.next_at = min(self.next_at, sent_at + self._cadence(sent_at))
 
-    def settling_cadence_ms(self) -> int:
-        """The time between heartbeats while settling: a tenth of the interval, not below
-        SETTLING_FLOOR_MS, and never longer than the interval itself."""
-        return min(max(self.interval_ms, 1), max(SETTLING_FLOOR_MS, self.interval_ms // SETTLING_DIVISOR))
-
     def _cadence(self, sent_at: int) -> int:
-        return self.settling_cadence_ms() if sent_at < self.settling_until else max(self.interval_ms, 1)
+        """From a heartbeat sent at ``sent_at`` to the next: the interval, or while settling a
+        tenth of it (not below SETTLING_FLOOR_MS, never above the interval)."""
+        interval = max(self.interval_ms, 1)
+        if sent_at >= self.settling_until:
+            return interval
+        return min(interval, max(SETTLING_FLOOR_MS, self.interval_ms // SETTLING_DIVISOR))
 
     # -- the poll timeout ------------------------------------------------------------------------
     def polled(self, now: int) -> None:

@@ -189,12 +189,13 @@ class ConsumerGroups:
         holder = group.static_member(req.group_instance_id)
         result = classic_members.join(group, req, now, topics, self._new_member_id)
         if result.error is E.NONE:
-            if holder is not None and holder.member_id != result.member_id:
+            replaced = holder if holder is not None and holder.member_id != result.member_id else None
+            if replaced is not None:
                 log.info("group %s: static member %s (instance %s) replaced by %s, a classic member",
-                         group.group_id, holder.member_id, req.group_instance_id, result.member_id)
-                self._arm(group, holder.member_id)  # gone: its deadline with it
-            replaced = holder is not None and holder.classic is None and holder.member_id != result.member_id
-            self._after(group, epochs, [result.member_id], now, replaced)
+                         group.group_id, replaced.member_id, req.group_instance_id, result.member_id)
+                self._arm(group, replaced.member_id)  # gone: its deadline with it
+            # a consumer-protocol member replaced by a classic one may leave only classic members
+            self._after(group, epochs, [result.member_id], now, replaced is not None and replaced.classic is None)
         return result
 
     def classic_sync(self, req: SyncRequest, now: int) -> SyncResult | None:
