@@ -12,7 +12,9 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
+from kafka.protocol.admin.configs import (
+    DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+)
 from kafka.protocol.admin.groups import (
     DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
     ListGroupsRequest, ListGroupsResponse,
@@ -67,6 +69,7 @@ class ApiKey(enum.IntEnum):
     CREATE_PARTITIONS = 37
     SASL_AUTHENTICATE = 36
     DELETE_GROUPS = 42
+    INCREMENTAL_ALTER_CONFIGS = 44
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
 
@@ -171,6 +174,9 @@ API_TABLE: tuple[ApiRow, ...] = (
            client_max=None),
     # every version kafka-python 3.0.12 defines (Kafka itself has 0-2 as well)
     ApiRow(ApiKey.DELETE_GROUPS, DeleteGroupsRequest, DeleteGroupsResponse, served=(0, 2), client_max=None),
+    # server: a group's own configs (KIP-848), groups only; Kafka 4.x has 0-1
+    ApiRow(ApiKey.INCREMENTAL_ALTER_CONFIGS, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+           served=(0, 1), client_max=None),
     # the consumer group protocol (KIP-848); v1 carries the broker-side regex and the member's own id
     ApiRow(ApiKey.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
            served=(0, 1), client_max=1),

@@ -107,6 +107,8 @@ RUNS: dict[str, Runner] = {
     "docs/coordinator.md: groupclient coordinator --port 9092 --nodes 1 --data-dir DIR "
     "--initial-rebalance-delay-ms 0 --topic orders:6": Server(),
     "docs/coordinator.md: from groupclient.coordinator import FaultKind, FaultRule": Python(contexts.a_cluster),
+    "docs/coordinator.md: from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient": Python(
+        contexts.nothing),
     "docs/coordinator.md: from groupclient.coordinator import EmbeddedCluster (2)": Python(contexts.server_pem),
     # docs/migration.md
     "docs/migration.md: # from kafka import KafkaConsumer": Python(contexts.nothing),

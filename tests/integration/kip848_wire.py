@@ -413,12 +413,11 @@ def synced(scene: Scene, answer: Any) -> tuple[int, str, str, frozenset[int]]:
     return answer.error_code, answer.protocol_type, answer.protocol_name, frozenset(tp.partition for tp in partitions)
 
 
-def group_configs(scene: Scene, group: str, names: list[str] | None) -> tuple[int, str | None, dict[str, Any]]:
-    """DescribeConfigs v4 of a GROUP resource: error, message, and each config's (value, type,
-    source), after checking they are all read-write, not sensitive, without synonyms."""
-    wire = Coordinator(scene.bootstrap)
+def describe_group_configs(bootstrap: str, group: str, names: list[str] | None, synonyms: bool = False) -> Any:
+    """The result of DescribeConfigs v4 for one GROUP resource (with synonyms if asked)."""
+    wire = Coordinator(bootstrap)
     try:
-        answer = wire.call(DescribeConfigsRequest(version=4, include_synonyms=False, include_documentation=False,
+        answer = wire.call(DescribeConfigsRequest(version=4, include_synonyms=synonyms, include_documentation=False,
                                                   resources=[DescribeConfigsRequest.DescribeConfigsResource(
                                                       resource_type=GROUP_RESOURCE, resource_name=group,
                                                       configuration_keys=names)]), DescribeConfigsResponse)
@@ -426,8 +425,42 @@ def group_configs(scene: Scene, group: str, names: list[str] | None) -> tuple[in
         wire.close()
     [result] = answer.results
     assert (result.resource_type, result.resource_name) == (GROUP_RESOURCE, group), result
+    return result
+
+
+def group_configs(bootstrap: str, group: str, names: list[str] | None) -> tuple[int, str | None, dict[str, Any]]:
+    """DescribeConfigs v4 of a GROUP resource: error, message, and each config's (value, type,
+    source), after checking they are all read-write, not sensitive, without synonyms."""
+    result = describe_group_configs(bootstrap, group, names)
     configs = {}
     for c in result.configs:
         assert (c.read_only, c.is_sensitive, list(c.synonyms), c.documentation) == (False, False, [], None), c
         configs[c.name] = (c.value, c.config_type, c.config_source)
     return result.error_code, result.error_message, configs
+
+
+STATIC, DEFAULT = 4, 5  # ConfigSource: the broker's server.properties, or Kafka's default
+KAFKA_GROUP_CONFIGS = {  # name: (value, config type, source); Kafka 4.4.0's for a group without its own
+    # the broker's group.consumer.* (tests/kafka/broker.py), reported as set on it
+    "consumer.session.timeout.ms": ("10000", 3, STATIC),
+    "consumer.heartbeat.interval.ms": ("1000", 3, STATIC),
+    "consumer.assignment.interval.ms": ("0", 3, STATIC),
+    "share.auto.offset.reset": ("latest", 2, DEFAULT),
+    "share.heartbeat.interval.ms": ("5000", 3, DEFAULT),
+    "share.isolation.level": ("read_uncommitted", 2, DEFAULT),
+    "share.record.lock.duration.ms": ("30000", 3, DEFAULT),
+    "share.session.timeout.ms": ("45000", 3, DEFAULT),
+    "share.delivery.count.limit": ("5", 3, DEFAULT),
+    "share.partition.max.record.locks": ("2000", 3, DEFAULT),
+    "share.assignment.interval.ms": ("1000", 3, DEFAULT),
+    "share.renew.acknowledge.enable": ("true", 1, DEFAULT),
+    "streams.heartbeat.interval.ms": ("5000", 3, DEFAULT),
+    "streams.num.standby.replicas": ("0", 3, DEFAULT),
+    "streams.session.timeout.ms": ("45000", 3, DEFAULT),
+    "streams.assignor.name": ("sticky", 2, DEFAULT),
+    "streams.initial.rebalance.delay.ms": ("3000", 3, DEFAULT),
+    "streams.assignment.interval.ms": ("1000", 3, DEFAULT),
+    "streams.rack.aware.assignment.tags": ("", 7, DEFAULT),
+    "errors.deadletterqueue.topic.name": ("", 2, DEFAULT),
+    "errors.deadletterqueue.copy.record.enable": ("false", 1, DEFAULT),
+}

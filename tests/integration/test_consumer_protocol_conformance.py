@@ -37,7 +37,7 @@ from kafka.protocol.consumer.group import LeaveGroupRequest, LeaveGroupResponse
 
 from groupclient.protocol.consumer_group_heartbeat import LEAVE_EPOCH, STATIC_LEAVE_EPOCH, new_member_id
 from tests.integration.kip848_wire import (
-    ALL, CONSUMER_GROUP_DESCRIBE, NOT_A_MEMBER, NOTHING, PARTITIONS,
+    ALL, CONSUMER_GROUP_DESCRIBE, KAFKA_GROUP_CONFIGS, NOT_A_MEMBER, NOTHING, PARTITIONS,
     REBALANCE_TIMEOUT_MS, Beat, Described, E, Scene, classic_heartbeat, classic_join, classic_member,
     classic_sync, commit, coordinator_of, describe, described, fenced, fetch, group_configs, listed, ok,
     opened_scene, refused, require_api, settle, synced, unique,
@@ -448,33 +448,6 @@ def test_a_consumer_member_joins_a_classic_group(scene: Scene) -> None:
         custom.wire.close()
 
 
-STATIC, DEFAULT = 4, 5  # ConfigSource: the broker's server.properties, or Kafka's default
-KAFKA_GROUP_CONFIGS = {  # name: (value, config type, source); Kafka 4.4.0's for a group without its own
-    # the broker's group.consumer.* (tests/kafka/broker.py), reported as set on it
-    "consumer.session.timeout.ms": ("10000", 3, STATIC),
-    "consumer.heartbeat.interval.ms": ("1000", 3, STATIC),
-    "consumer.assignment.interval.ms": ("0", 3, STATIC),
-    "share.auto.offset.reset": ("latest", 2, DEFAULT),
-    "share.heartbeat.interval.ms": ("5000", 3, DEFAULT),
-    "share.isolation.level": ("read_uncommitted", 2, DEFAULT),
-    "share.record.lock.duration.ms": ("30000", 3, DEFAULT),
-    "share.session.timeout.ms": ("45000", 3, DEFAULT),
-    "share.delivery.count.limit": ("5", 3, DEFAULT),
-    "share.partition.max.record.locks": ("2000", 3, DEFAULT),
-    "share.assignment.interval.ms": ("1000", 3, DEFAULT),
-    "share.renew.acknowledge.enable": ("true", 1, DEFAULT),
-    "streams.heartbeat.interval.ms": ("5000", 3, DEFAULT),
-    "streams.num.standby.replicas": ("0", 3, DEFAULT),
-    "streams.session.timeout.ms": ("45000", 3, DEFAULT),
-    "streams.assignor.name": ("sticky", 2, DEFAULT),
-    "streams.initial.rebalance.delay.ms": ("3000", 3, DEFAULT),
-    "streams.assignment.interval.ms": ("1000", 3, DEFAULT),
-    "streams.rack.aware.assignment.tags": ("", 7, DEFAULT),
-    "errors.deadletterqueue.topic.name": ("", 2, DEFAULT),
-    "errors.deadletterqueue.copy.record.enable": ("false", 1, DEFAULT),
-}
-
-
 def test_describe_configs_of_a_group_answers_the_brokers_group_settings(scene: Scene) -> None:
     """Kafka 4.4.0, DescribeConfigs v4, resource type GROUP (32): all keys → the 21 of
     KAFKA_GROUP_CONFIGS (the three consumer.* from the broker's settings, STATIC_BROKER_CONFIG; the
@@ -484,9 +457,9 @@ def test_describe_configs_of_a_group_answers_the_brokers_group_settings(scene: S
     keys, each DEFAULT_CONFIG.)"""
     assert scene.member("A").join() == ok(2, ALL)
     consumer_keys = ["consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"]
-    assert group_configs(scene, scene.group, None) == (E.NONE, "", KAFKA_GROUP_CONFIGS)
-    assert group_configs(scene, scene.group, consumer_keys) == (
+    assert group_configs(scene.bootstrap, scene.group, None) == (E.NONE, "", KAFKA_GROUP_CONFIGS)
+    assert group_configs(scene.bootstrap, scene.group, consumer_keys) == (
         E.NONE, "", {k: KAFKA_GROUP_CONFIGS[k] for k in consumer_keys})
-    assert group_configs(scene, scene.group, ["nope.ms"]) == (E.NONE, "", {})
-    assert group_configs(scene, unique("unknown"), None) == (E.NONE, "", KAFKA_GROUP_CONFIGS)
-    assert group_configs(scene, "", None) == (E.INVALID_REQUEST, "Group name must not be empty", {})
+    assert group_configs(scene.bootstrap, scene.group, ["nope.ms"]) == (E.NONE, "", {})
+    assert group_configs(scene.bootstrap, unique("unknown"), None) == (E.NONE, "", KAFKA_GROUP_CONFIGS)
+    assert group_configs(scene.bootstrap, "", None) == (E.INVALID_REQUEST, "Group name must not be empty", {})

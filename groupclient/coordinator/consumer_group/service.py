@@ -23,11 +23,13 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from ...error_codes import ErrorCode
 from ..config import CoordinatorConfig
 from ..group_base.classic_api import JoinRequest, JoinResult, LeavingMember, SyncRequest, SyncResult
+from ..group_base.configs import effective_ms
 from ..group_base.rebalance import CONSUMER, RebalanceCause, RebalanceHook
 from ..group_base.timers import TimerQueue
 from . import classic_members
@@ -46,6 +48,7 @@ class GroupRecords(Protocol):
     """Where consumer groups are kept (the cluster's GroupStore)."""
 
     consumer_groups: dict[str, ConsumerGroup]
+    group_configs: dict[str, dict[str, str]]  # each group's own configs (IncrementalAlterConfigs)
 
     def save_consumer_group(self, group: ConsumerGroup, member_ids: Iterable[str] | None = None) -> None:
         """Journal what changed of the group (the members named; every member when None)."""
@@ -106,6 +109,25 @@ class ConsumerGroups:
         """Every consumer group this node serves."""
         return [g for gid, g in self._registry.items() if self._owns(gid)]
 
+    def settings_for(self, group_id: str) -> GroupSettings:
+        """The settings a group's members are held to: the coordinator's, with the group's own
+        consumer.* configs over them (clamped to the coordinator's bounds, as Kafka does)."""
+        own = self._store.group_configs.get(group_id)
+        if not own:
+            return self.settings
+        return replace(self.settings,
+                       heartbeat_interval_ms=effective_ms(own, "consumer.heartbeat.interval.ms", self.config),
+                       session_timeout_ms=effective_ms(own, "consumer.session.timeout.ms", self.config),
+                       assignment_interval_ms=effective_ms(own, "consumer.assignment.interval.ms", self.config))
+
+    def reconfigure(self, group_id: str) -> None:
+        """A group's own configs changed: its members are held to them from their next heartbeat,
+        whose answer carries the heartbeat interval and from which the session is counted (Kafka
+        reads a group's configs on each heartbeat)."""
+        group = self._registry.get(group_id)
+        if group is not None:
+            group.settings = self.settings_for(group_id)
+
     def is_consumer_group(self, group_id: str) -> bool:
         """Whether the id names a consumer-protocol group (served here or not)."""
         return group_id in self._registry
@@ -134,7 +156,7 @@ class ConsumerGroups:
         if self._classic.is_classic_group(group_id):
             if request.member_epoch != 0:
                 raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-            upgraded = self._classic.upgrade_classic(group_id, self.settings, topics, now)
+            upgraded = self._classic.upgrade_classic(group_id, self.settings_for(group_id), topics, now)
             if upgraded is not None:
                 self._registry[group_id] = upgraded
                 for member_id in upgraded.members:
@@ -144,7 +166,7 @@ class ConsumerGroups:
             leaving = request.member_epoch in (-1, -2)
             raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found." if leaving
                                  else f"Consumer group {group_id} not found.")
-        group = ConsumerGroup(group_id, self.settings)
+        group = ConsumerGroup(group_id, self.settings_for(group_id))
         self._registry[group_id] = group  # journaled with its first member
         log.info("group %s: consumer group created", group_id)
         return group
@@ -322,9 +344,9 @@ class ConsumerGroups:
         for group in list(self._registry.values()):
             if partition_of(group.group_id) != partition:
                 continue
-            group.settings = self.settings  # the coordinator's, not the group's
+            group.settings = self.settings_for(group.group_id)  # as configured now, not as journaled
             for member in group.members.values():
-                session = member.classic.session_timeout_ms if member.classic else self.settings.session_timeout_ms
+                session = member.classic.session_timeout_ms if member.classic else group.settings.session_timeout_ms
                 member.session_ends_at = now + session
                 if member.assignment.state is MemberAssignmentState.UNREVOKED_PARTITIONS:
                     member.revoke_by = now + member.rebalance_timeout_ms

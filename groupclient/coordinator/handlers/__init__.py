@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...protocol.apis import ApiKey
 from . import (
     api_versions, consumer_group_describe, consumer_group_heartbeat, create_partitions, create_topics, delete_topics,
-    describe_configs, delete_groups, describe_groups, fetch, find_coordinator, heartbeat,
+    describe_configs, delete_groups, describe_groups, fetch, find_coordinator, heartbeat, incremental_alter_configs,
     init_producer_id, join_group, leave_group, list_groups, list_offsets, metadata, offset_commit,
     offset_fetch, produce, sasl, sync_group,
 )
@@ -32,6 +32,7 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.SASL_HANDSHAKE: sasl.HANDSHAKE,
     ApiKey.SASL_AUTHENTICATE: sasl.AUTHENTICATE,
     ApiKey.DESCRIBE_CONFIGS: describe_configs.HANDLER,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.HANDLER,
     ApiKey.DELETE_TOPICS: delete_topics.HANDLER,
     ApiKey.CREATE_PARTITIONS: create_partitions.HANDLER,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat.HANDLER,

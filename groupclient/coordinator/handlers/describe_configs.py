@@ -1,63 +1,73 @@
 """DescribeConfigs (32), for groups only (resource type GROUP, Kafka 4.0+): the settings a group's
-members are held to, which a consumer-protocol member asks for its session timeout.  No group
-here has settings of its own (IncrementalAlterConfigs is not served), so every value is the
-coordinator's, reported as Kafka 4.4 reports a group setting nobody set on the group: source
-STATIC_BROKER_CONFIG where the coordinator's configuration sets it to other than Kafka's default,
-DEFAULT_CONFIG otherwise (Kafka reports STATIC_BROKER_CONFIG for a setting in server.properties
-even at its default value; a CoordinatorConfig cannot tell it was given).  The group need not
-exist, as in Kafka.  Other resource types are refused with a message saying so: this coordinator
-keeps no topic or broker configuration."""
+members are held to, which a consumer-protocol member asks for its session timeout.  As Kafka 4.4
+describes a group (``ConfigHelper.createGroupConfigEntry``): every group config of
+``group_base/configs.py`` but the internal ones the group does not set, each with
+
+- the group's own value (IncrementalAlterConfigs), source GROUP_CONFIG; else
+- the coordinator's, source STATIC_BROKER_CONFIG where its configuration sets it to other than
+  Kafka's default, DEFAULT_CONFIG otherwise (Kafka reports STATIC_BROKER_CONFIG for a setting in
+  server.properties even at its default value; a CoordinatorConfig cannot tell it was given);
+- and, when asked, the synonyms in that order: the group's value, the broker setting behind it
+  (its value if set here, then Kafka's default), or the config's own default when no broker
+  setting is behind it.
+
+The group need not exist, as in Kafka.  Documentation is not given (None even when asked).  Other
+resource types are refused with a message saying so: this coordinator keeps no topic or broker
+configuration."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kafka.protocol.admin.configs import DescribeConfigsResponse
 
 from ...error_codes import ErrorCode
 from ..config import CoordinatorConfig
+from ..group_base.configs import GROUP_CONFIG_KEYS, GroupConfigKey, as_text, broker_value, kafka_default, parse
 from .context import Handler, RequestContext
 
 Result = DescribeConfigsResponse.DescribeConfigsResult
 Entry = Result.DescribeConfigsResourceResult
+Synonym = Entry.DescribeConfigsSynonym
 GROUP = 32  # ConfigResource.Type.GROUP
-STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5  # ConfigSource
-BOOLEAN, STRING, INT, LIST = 1, 2, 3, 7  # ConfigType
-_DEFAULTS = CoordinatorConfig()
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG, GROUP_CONFIG = 4, 5, 8  # ConfigSource
 
 
-def group_settings(config: CoordinatorConfig) -> list[tuple[str, str, int, int]]:
-    """(name, value, type, source) of every group setting Kafka 4.4 describes."""
-    def consumer(name: str, field: str) -> tuple[str, str, int, int]:
-        value = getattr(config, field)
-        return name, str(value), INT, DEFAULT_CONFIG if value == getattr(_DEFAULTS, field) else STATIC_BROKER_CONFIG
-
-    return [
-        consumer("consumer.session.timeout.ms", "group_consumer_session_timeout_ms"),
-        consumer("consumer.heartbeat.interval.ms", "group_consumer_heartbeat_interval_ms"),
-        consumer("consumer.assignment.interval.ms", "group_consumer_assignment_interval_ms"),
-        ("share.auto.offset.reset", "latest", STRING, DEFAULT_CONFIG),
-        ("share.heartbeat.interval.ms", "5000", INT, DEFAULT_CONFIG),
-        ("share.isolation.level", "read_uncommitted", STRING, DEFAULT_CONFIG),
-        ("share.record.lock.duration.ms", "30000", INT, DEFAULT_CONFIG),
-        ("share.session.timeout.ms", "45000", INT, DEFAULT_CONFIG),
-        ("share.delivery.count.limit", "5", INT, DEFAULT_CONFIG),
-        ("share.partition.max.record.locks", "2000", INT, DEFAULT_CONFIG),
-        ("share.assignment.interval.ms", "1000", INT, DEFAULT_CONFIG),
-        ("share.renew.acknowledge.enable", "true", BOOLEAN, DEFAULT_CONFIG),
-        ("streams.heartbeat.interval.ms", "5000", INT, DEFAULT_CONFIG),
-        ("streams.num.standby.replicas", "0", INT, DEFAULT_CONFIG),
-        ("streams.session.timeout.ms", "45000", INT, DEFAULT_CONFIG),
-        ("streams.assignor.name", "sticky", STRING, DEFAULT_CONFIG),
-        ("streams.initial.rebalance.delay.ms", "3000", INT, DEFAULT_CONFIG),
-        ("streams.assignment.interval.ms", "1000", INT, DEFAULT_CONFIG),
-        ("streams.rack.aware.assignment.tags", "", LIST, DEFAULT_CONFIG),
-        ("errors.deadletterqueue.topic.name", "", STRING, DEFAULT_CONFIG),
-        ("errors.deadletterqueue.copy.record.enable", "false", BOOLEAN, DEFAULT_CONFIG),
-    ]
+def _synonyms(key: GroupConfigKey, own: str | None, config: CoordinatorConfig) -> list[tuple[str, str, int]]:
+    """(name, value, source) of where a group config's value may come from, the one used first."""
+    found = [(key.name, own, GROUP_CONFIG)] if own is not None else []
+    default = kafka_default(key.name)
+    if key.broker_setting is not None:
+        value = broker_value(key.name, config)
+        if value is not None and value != default:
+            found.append((key.broker_setting, value, STATIC_BROKER_CONFIG))
+        if default is not None:
+            found.append((key.broker_setting, default, DEFAULT_CONFIG))
+    elif key.default is not None:
+        found.append((key.name, key.default, DEFAULT_CONFIG))
+    return found
 
 
-def _describe(ctx: RequestContext, version: int, resource: Any) -> Any:
+def group_settings(config: CoordinatorConfig, own: Mapping[str, str] | None = None,
+                   ) -> list[tuple[str, str | None, int, int, list[tuple[str, str, int]]]]:
+    """(name, value, type, source, synonyms) of every group config Kafka 4.4 describes for a group
+    whose own configs are ``own``."""
+    own = own or {}
+    described = []
+    for key in GROUP_CONFIG_KEYS:
+        raw = own.get(key.name)
+        if key.internal and raw is None:
+            continue
+        # Kafka shows a group's value parsed (an internal one as given); else the broker's
+        value = (raw if key.internal else as_text(key, parse(key, raw))) if raw is not None \
+            else broker_value(key.name, config)
+        synonyms = _synonyms(key, value if raw is not None else None, config)
+        described.append((key.name, value, int(key.kind), synonyms[0][2] if synonyms else DEFAULT_CONFIG, synonyms))
+    return described
+
+
+def _describe(ctx: RequestContext, include_synonyms: bool, resource: Any) -> Any:
     def failed(error: ErrorCode, message: str) -> Any:
         return Result(error_code=int(error), error_message=message, resource_type=resource.resource_type,
                       resource_name=resource.resource_name, configs=[])
@@ -68,10 +78,13 @@ def _describe(ctx: RequestContext, version: int, resource: Any) -> Any:
     if not resource.resource_name:
         return failed(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
     wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
+    own = ctx.core.group_store.group_configs.get(resource.resource_name)
     configs = [
         Entry(name=name, value=value, read_only=False, config_source=source, is_default=source == DEFAULT_CONFIG,
-              is_sensitive=False, synonyms=[], config_type=kind, documentation=None)
-        for name, value, kind, source in group_settings(ctx.core.config) if wanted is None or name in wanted
+              is_sensitive=False, config_type=kind, documentation=None,
+              synonyms=[Synonym(name=n, value=v, source=s) for n, v, s in synonyms] if include_synonyms else [])
+        for name, value, kind, source, synonyms in group_settings(ctx.core.config, own)
+        if wanted is None or name in wanted
     ]
     return Result(error_code=0, error_message="", resource_type=GROUP, resource_name=resource.resource_name,
                   configs=configs)
@@ -79,7 +92,7 @@ def _describe(ctx: RequestContext, version: int, resource: Any) -> Any:
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
     return DescribeConfigsResponse(version=req.version, throttle_time_ms=0,
-                                   results=[_describe(ctx, req.version, r) for r in req.resources])
+                                   results=[_describe(ctx, bool(req.include_synonyms), r) for r in req.resources])
 
 
 def error_response(req: Any, error: ErrorCode) -> Any:

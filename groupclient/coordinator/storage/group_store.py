@@ -1,4 +1,5 @@
-"""Group metadata and committed offsets: Kafka's ``__consumer_offsets`` in miniature.
+"""Group metadata, committed offsets and groups' own configs: Kafka's ``__consumer_offsets`` in
+miniature (and, for the configs, the part of its cluster metadata that holds them).
 
 The store is shared by every node of a cluster, like a replicated offsets topic: whichever
 node leads a group's partition loads the group from here.  With a data directory every change
@@ -121,6 +122,9 @@ class GroupStore(Generic[G]):
         # serves it at the epochs it had; with a data dir their records are journaled too (the
         # records as last written: what a change is compared with, and what compaction keeps)
         self.consumer_groups: dict[str, G] = {}
+        # each group's own configs (IncrementalAlterConfigs), by name, as strings; kept whether or
+        # not the group exists, as Kafka keeps them in its cluster metadata
+        self.group_configs: dict[str, dict[str, str]] = {}
         self._codec = consumer_records
         self._consumer_records: dict[str, tuple[Record, dict[str, Record]]] = {}
         self._compaction_min_bytes = compaction_min_bytes
@@ -154,6 +158,11 @@ class GroupStore(Generic[G]):
         """A tombstone for the group's metadata and all its offsets."""
         if group_id in self.groups or group_id in self.offsets:
             self._write({"type": "delete", "group_id": group_id})
+
+    def put_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Keep a group's own configs (replacing what it had; none: it has none left)."""
+        if dict(configs) != self.group_configs.get(group_id, {}):
+            self._write({"type": "group_configs", "group_id": group_id, "configs": dict(configs)})
 
     def save_consumer_group(self, group: G, member_ids: Iterable[str] | None = None) -> None:
         """Journal what changed of a consumer group: its own record, and the members named (every
@@ -222,6 +231,8 @@ class GroupStore(Generic[G]):
             yield {"type": "consumer_group", "value": group}
             for member in members.values():
                 yield {"type": "consumer_member", "group_id": group_id, "value": member}
+        for group_id, configs in self.group_configs.items():
+            yield {"type": "group_configs", "group_id": group_id, "configs": configs}
         for group_id, table in self.offsets.items():
             rows = list(table.items())
             for start in range(0, len(rows), _OFFSETS_PER_ENTRY):
@@ -277,3 +288,8 @@ class GroupStore(Generic[G]):
             self._consumer_records[record["group_id"]][1].pop(record["member_id"], None)
         elif kind == "consumer_group_delete":
             self._consumer_records.pop(record["group_id"], None)
+        elif kind == "group_configs":
+            if record["configs"]:
+                self.group_configs[record["group_id"]] = dict(record["configs"])
+            else:
+                self.group_configs.pop(record["group_id"], None)
