@@ -23,6 +23,7 @@ from .memory_pool import RequestMemoryPool
 from .node import BrokerNode
 from .placement import elect_leader, offsets_partition_for
 from .runtime import AsyncioRuntime, ServerRuntime, Waiter
+from .share_group.service import ShareGroups
 from .storage.group_store import GroupStore
 from .storage.topic_log import TopicStore
 from .telemetry import CoordinatorTelemetry, coordinator_telemetry
@@ -69,6 +70,7 @@ class ClusterCore:
         self.topics = TopicStore(data_dir, config.fsync, config.max_open_log_files, rng=self.rng,
                                  first_producer_id=clock.wall_ms() << 8)
         self.group_store = GroupStore(data_dir, config.fsync, consumer_records=ConsumerGroupRecords())
+        self.share_groups = ShareGroups(config, self.group_store.group_configs)
         self.faults = FaultInjector()
         self.request_memory = RequestMemoryPool(config.queued_max_request_bytes)
         self.telemetry: CoordinatorTelemetry | None = coordinator_telemetry(meter_provider)

@@ -42,6 +42,10 @@ from kafka.protocol.sasl import (
 from .consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 from .consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from .decoding import decode_body, decode_request
+from .share_group import (
+    ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse, ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
+)
 
 
 class ApiKey(enum.IntEnum):
@@ -72,6 +76,10 @@ class ApiKey(enum.IntEnum):
     INCREMENTAL_ALTER_CONFIGS = 44
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
 
 
 # The APIs of KIP-848's consumer group protocol: a coordinator configured without the protocol
@@ -183,6 +191,13 @@ API_TABLE: tuple[ApiRow, ...] = (
     # the client sends it from the admin client, for KIP-848 groups
     ApiRow(ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
            served=(0, 1), client_max=1),
+    # share groups (KIP-932), served to any share consumer; v0 of each was Kafka 4.0's early access
+    ApiRow(ApiKey.SHARE_GROUP_HEARTBEAT, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, served=(1, 1),
+           client_max=None),
+    ApiRow(ApiKey.SHARE_GROUP_DESCRIBE, ShareGroupDescribeRequest, ShareGroupDescribeResponse, served=(1, 1),
+           client_max=None),
+    ApiRow(ApiKey.SHARE_FETCH, ShareFetchRequest, ShareFetchResponse, served=(1, 2), client_max=None),
+    ApiRow(ApiKey.SHARE_ACKNOWLEDGE, ShareAcknowledgeRequest, ShareAcknowledgeResponse, served=(1, 2), client_max=None),
 )
 
 # What the embedded coordinator serves, by API key: its request classes read strictly.

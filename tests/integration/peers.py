@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -230,16 +230,21 @@ def exclusive_cover(assignments: Iterable[set[int]], partitions: int) -> bool:
     return sum(len(s) for s in sets) == partitions and set().union(*sets) == set(range(partitions))
 
 
+def stable_cover(held: Mapping[str, set[int]] | None, views: list[set[int]], partitions: int) -> bool:
+    """Whether the coordinator's assignment (``held``, by member) is an exact, non-overlapping cover
+    of the partitions with one owner set per peer, and the peers' own views are those same sets (a
+    peer still holding what an earlier generation gave it, beside one not yet given anything, is a
+    cover too, but not this one)."""
+    if held is None or len(held) != len(views) or not exclusive_cover(held.values(), partitions):
+        return False
+    return sorted(map(sorted, held.values())) == sorted(map(sorted, views))
+
+
 def wait_stable_cover(cluster: Any, group: str, topic: str, partitions: int, peers: list[Peer],
                       timeout_s: float = 45.0) -> bool:
-    """A stable point: the coordinator's assignment and every live peer's own view are each an
-    exact, non-overlapping cover of the topic's partitions, with one owner set per member."""
-    def stable() -> bool:
-        held = coordinator_assignments(cluster, group, topic)
-        if held is None or len(held) != len(peers) or not exclusive_cover(held.values(), partitions):
-            return False
-        return exclusive_cover((p.assignment for p in peers), partitions)
-    return wait_until(stable, timeout_s)
+    """A stable point (:func:`stable_cover`) of the group on the topic, within ``timeout_s``."""
+    return wait_until(lambda: stable_cover(coordinator_assignments(cluster, group, topic),
+                                           [set(p.assignment) for p in peers], partitions), timeout_s)
 
 
 def all_consumed(peers: Iterable[Peer], expected: set[tuple[int, int]]) -> bool:

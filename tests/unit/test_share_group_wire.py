@@ -29,6 +29,8 @@ JAVA = {
     "offsets": "020267000000",
     "offsets response": "0000000002026702027400112233445566778899aabbccddeeff02000000000000000000000007ffffffff000000000000000300000000000000000000",
     "alter offsets": "026702027402000000000000000000000005000000",
+    "alter offsets response": "0000000000000002027400112233445566778899aabbccddeeff02000000000003026d000000",
+    "delete offsets response": "000000000044185468652067726f7570206973206e6f7420656d7074792e0100",
     "delete offsets": "02670202740000",
 }
 F = sg.ShareFetchRequest.FetchTopic
@@ -90,6 +92,12 @@ MESSAGES: dict[str, tuple[Any, int]] = {
         sg.AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic(topic_name="t", partitions=[
             sg.AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic.AlterShareGroupOffsetsRequestPartition(
                 partition_index=0, start_offset=5)])]), 0),
+    "alter offsets response": (sg.AlterShareGroupOffsetsResponse(responses=[
+        sg.AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic(topic_name="t", topic_id=TOPIC_ID, partitions=[
+            sg.AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic.AlterShareGroupOffsetsResponsePartition(
+                partition_index=0, error_code=3, error_message="m")])]), 0),
+    "delete offsets response": (sg.DeleteShareGroupOffsetsResponse(error_code=68, error_message="The group is not empty.",
+                                                                   responses=[]), 0),
     "delete offsets": (sg.DeleteShareGroupOffsetsRequest(group_id="g", topics=[
         sg.DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic(topic_name="t")]), 0),
 }

@@ -207,18 +207,25 @@ def parse(key: GroupConfigKey, raw: str) -> Any:
     return value
 
 
+def duration_ns(text: str) -> int | None:
+    """An ISO-8601 duration (``PnDTnHnMn.nS``, as Java's ``Duration.parse`` reads it) in
+    nanoseconds; None when it is not one."""
+    match = _DURATION.fullmatch(text)
+    if match is None or (match.group(3) or "").upper() == "T" or not (match.group(2) or match.group(3)):
+        return None
+    negate = -1 if match.group(1) == "-" else 1
+    units = ((2, 86400), (4, 3600), (5, 60), (6, 1))
+    seconds = sum(int(match.group(i)) * scale for i, scale in units if match.group(i))
+    nanos = int((match.group(7) or "").ljust(9, "0")) * (-1 if (match.group(6) or "").startswith("-") else 1)
+    return negate * (seconds * 10**9 + nanos)
+
+
 def _valid_offset_reset(value: str) -> bool:
     """Kafka's ShareGroupAutoOffsetResetStrategy: earliest, latest (any case), or by_duration:
     and a non-negative ISO-8601 duration."""
     if value.lower().startswith("by_duration:"):
-        match = _DURATION.fullmatch(value[len("by_duration:"):])
-        if match is None or (match.group(3) or "").upper() == "T" or not (match.group(2) or match.group(3)):
-            return False
-        negate = -1 if match.group(1) == "-" else 1
-        units = ((2, 86400), (4, 3600), (5, 60), (6, 1))
-        seconds = sum(int(match.group(i)) * scale for i, scale in units if match.group(i))
-        nanos = int((match.group(7) or "").ljust(9, "0")) * (-1 if (match.group(6) or "").startswith("-") else 1)
-        return negate * (seconds * 10**9 + nanos) >= 0
+        nanos = duration_ns(value[len("by_duration:"):])
+        return nanos is not None and nanos >= 0
     return value.lower() in ("earliest", "latest")
 
 

@@ -7,7 +7,8 @@ from . import (
     api_versions, consumer_group_describe, consumer_group_heartbeat, create_partitions, create_topics, delete_topics,
     describe_configs, delete_groups, describe_groups, fetch, find_coordinator, heartbeat, incremental_alter_configs,
     init_producer_id, join_group, leave_group, list_groups, list_offsets, metadata, offset_commit,
-    offset_fetch, produce, sasl, sync_group,
+    offset_fetch, produce, sasl, share_acknowledge, share_fetch, share_group_describe, share_group_heartbeat,
+    sync_group,
 )
 from .context import Handler, RequestContext
 
@@ -37,6 +38,10 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.CREATE_PARTITIONS: create_partitions.HANDLER,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat.HANDLER,
     ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe.HANDLER,
+    ApiKey.SHARE_GROUP_HEARTBEAT: share_group_heartbeat.HANDLER,
+    ApiKey.SHARE_GROUP_DESCRIBE: share_group_describe.HANDLER,
+    ApiKey.SHARE_FETCH: share_fetch.HANDLER,
+    ApiKey.SHARE_ACKNOWLEDGE: share_acknowledge.HANDLER,
 }
 
 __all__ = ["HANDLERS", "Handler", "RequestContext"]

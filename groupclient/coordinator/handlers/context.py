@@ -16,6 +16,7 @@ from ..faults import FaultInjector
 from ..group.coordinator import GroupCoordinator
 from ..memory_pool import RequestMemoryPool
 from ..runtime import ServerRuntime, Waiter
+from ..share_group.service import ShareGroups
 from ..storage.group_store import GroupStore
 from ..storage.topic_log import PartitionLog, TopicStore
 
@@ -43,6 +44,7 @@ class Cluster(Protocol):
     cluster_id: str
     topics: TopicStore
     group_store: GroupStore[ConsumerGroup]
+    share_groups: ShareGroups
     faults: FaultInjector
     request_memory: RequestMemoryPool
 

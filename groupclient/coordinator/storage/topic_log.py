@@ -193,15 +193,23 @@ class PartitionLog:
         With ``at_least_one`` the first batch is returned even if it is larger (KIP-74), so a
         consumer can never be stuck behind a batch bigger than its fetch size.
         """
+        if not at_least_one:
+            index = bisect.bisect_left(self._last_offsets, fetch_offset)
+            if index < len(self.batches) and len(self.batches[index].data) > max_bytes:
+                return b""
+        return b"".join(stored.data for stored in self.batches_from(fetch_offset, max_bytes))
+
+    def batches_from(self, fetch_offset: int, max_bytes: int) -> list[StoredBatch]:
+        """:meth:`read`'s batches, as stored (offsets and bytes)."""
         index = bisect.bisect_left(self._last_offsets, fetch_offset)
-        chunks: list[bytes] = []
+        out: list[StoredBatch] = []
         total = 0
         for stored in self.batches[index:]:
-            if total + len(stored.data) > max_bytes and (chunks or not at_least_one):
+            if out and total + len(stored.data) > max_bytes:
                 break
-            chunks.append(stored.data)
+            out.append(stored)
             total += len(stored.data)
-        return b"".join(chunks)
+        return out
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """First offset whose record timestamp is >= ``timestamp`` (batch granularity first)."""

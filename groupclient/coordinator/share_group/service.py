@@ -1,0 +1,194 @@
+"""The cluster's share groups: their membership (:mod:`.group`), their share-partitions
+(:mod:`.partition`) and the share sessions of their members, as Kafka's group coordinator and
+``SharePartitionManager`` keep them.  Sans-IO (``now`` is given; the handlers do the waiting), and on
+the cluster's event loop thread only, so nothing here is locked.
+
+Share sessions (Kafka's ``ShareSessionCache``), one per (group, member):
+
+- a ShareFetch at epoch 0 opens one with the partitions it names (any earlier one is dropped,
+  without releasing what it held), and the session's epoch becomes 1;
+- each later ShareFetch or ShareAcknowledge must carry the session's epoch, which then moves on
+  (SHARE_SESSION_NOT_FOUND without a session, INVALID_SHARE_SESSION_EPOCH for another epoch); a
+  ShareFetch adds the partitions it names and drops the ones it forgets, and fetches from all;
+- epoch -1 closes it: the records its member holds in the session's partitions are released,
+  their deliveries counted (as a closed connection would in Kafka).
+
+A share-partition starts, the first time a group fetches it, at the offset the group's
+``share.auto.offset.reset`` gives (latest: the end of the log; earliest; by_duration).  Sessions
+and share-partitions live in memory only: a restarted coordinator starts them again.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from ...error_codes import ErrorCode
+from ..config import CoordinatorConfig
+from ..group_base.configs import broker_value, duration_ns, effective_ms
+from .group import ShareAnswer, ShareGroup, ShareGroupSettings, ShareHeartbeatError, validate
+from .partition import SharePartition, ShareSettings
+
+TopicPartitionId = tuple[uuid.UUID, int]
+SessionKey = tuple[str, str]  # (group, member)
+INITIAL_EPOCH, FINAL_EPOCH = 0, -1
+
+
+@dataclass
+class ShareSession:
+    """One member's share session: its epoch and partitions (in the order they came), and those
+    added since the last answer (answered even when they bring nothing)."""
+
+    epoch: int
+    partitions: list[TopicPartitionId] = field(default_factory=list)
+    fresh: set[TopicPartitionId] = field(default_factory=set)
+
+    def add(self, partitions: list[TopicPartitionId]) -> None:
+        """Fetch from these too."""
+        for tp in partitions:
+            if tp not in self.partitions:
+                self.partitions.append(tp)
+                self.fresh.add(tp)
+
+    def forget(self, partitions: list[TopicPartitionId]) -> None:
+        """Stop fetching from these."""
+        self.partitions = [tp for tp in self.partitions if tp not in set(partitions)]
+        self.fresh -= set(partitions)
+
+
+class SessionError(Exception):
+    """A share session refused: the request's top-level error."""
+
+    def __init__(self, error: ErrorCode) -> None:
+        super().__init__(error.name)
+        self.error = error
+
+
+def next_epoch(epoch: int) -> int:
+    """Kafka's ``ShareRequestMetadata.nextEpoch``."""
+    return FINAL_EPOCH if epoch < 0 else 1 if epoch == 2**31 - 1 else epoch + 1
+
+
+class ShareGroups:
+    """Every share group of the cluster, its share-partitions and its members' share sessions."""
+
+    def __init__(self, config: CoordinatorConfig, group_configs: Mapping[str, Mapping[str, str]]) -> None:
+        """``group_configs``: each group's own configs (the cluster's group store's, read live)."""
+        self.config = config
+        self._configs = group_configs
+        self.groups: dict[str, ShareGroup] = {}
+        self.partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
+        self.sessions: dict[SessionKey, ShareSession] = {}
+
+    # -- settings ----------------------------------------------------------------------------------
+    def _int(self, group_id: str, name: str) -> int:
+        return effective_ms(self._configs.get(group_id, {}), name, self.config)
+
+    def group_settings(self, group_id: str) -> ShareGroupSettings:
+        """What a share group's membership is held to (its share.* configs, else Kafka's)."""
+        return ShareGroupSettings(self._int(group_id, "share.heartbeat.interval.ms"),
+                                  self._int(group_id, "share.session.timeout.ms"), 200,
+                                  self._int(group_id, "share.assignment.interval.ms"))
+
+    def partition_settings(self, group_id: str) -> ShareSettings:
+        """What a share group's share-partitions are held to."""
+        renew = self._configs.get(group_id, {}).get("share.renew.acknowledge.enable",
+                                                    broker_value("share.renew.acknowledge.enable", self.config))
+        return ShareSettings(self._int(group_id, "share.record.lock.duration.ms"),
+                             self._int(group_id, "share.delivery.count.limit"),
+                             self._int(group_id, "share.partition.max.record.locks"),
+                             (renew or "true").strip().lower() == "true")
+
+    # -- membership --------------------------------------------------------------------------------
+    def heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
+                  topics: list[str] | None, client_id: str, client_host: str, now: int,
+                  partitions: Mapping[str, int]) -> ShareAnswer:
+        """One ShareGroupHeartbeat; ShareHeartbeatError with Kafka's refusal."""
+        validate(group_id, member_id, member_epoch, rack_id, topics)
+        group = self.groups.get(group_id)
+        if group is None:
+            if member_epoch == -1:
+                raise ShareHeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+            if member_epoch != 0:
+                raise ShareHeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
+            group = self.groups[group_id] = ShareGroup(group_id, self.group_settings(group_id))
+        group.settings = self.group_settings(group_id)
+        group.expire(now)
+        return group.heartbeat(member_id, member_epoch, rack_id, topics, client_id, client_host, now, partitions)
+
+    def expire(self, now: int) -> None:
+        """Members whose session ended, removed (their records stay locked until the locks run out)."""
+        for group in self.groups.values():
+            group.expire(now)
+
+    # -- share sessions ----------------------------------------------------------------------------
+    def fetch_session(self, group_id: str, member_id: str, epoch: int, added: list[TopicPartitionId],
+                      forgotten: list[TopicPartitionId]) -> ShareSession:
+        """The session a ShareFetch goes on (opened at epoch 0, moved on otherwise); the final one
+        is returned as it is, for :meth:`close_session` after its acknowledgements."""
+        key = (group_id, member_id)
+        if epoch == INITIAL_EPOCH:
+            opened = self.sessions[key] = ShareSession(1)
+            opened.add(added)
+            return opened
+        session = self.sessions.get(key)
+        if session is None:
+            raise SessionError(ErrorCode.SHARE_SESSION_NOT_FOUND)
+        if epoch == FINAL_EPOCH:
+            return session
+        if epoch != session.epoch:
+            raise SessionError(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
+        session.add(added)
+        session.forget(forgotten)
+        session.epoch = next_epoch(epoch)
+        return session
+
+    def acknowledge_session(self, group_id: str, member_id: str, epoch: int) -> ShareSession:
+        """The session a ShareAcknowledge goes on (moved on, unless it is the final one)."""
+        if epoch == INITIAL_EPOCH:
+            raise SessionError(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
+        session = self.sessions.get((group_id, member_id))
+        if session is None:
+            raise SessionError(ErrorCode.SHARE_SESSION_NOT_FOUND)
+        if epoch != FINAL_EPOCH:
+            if epoch != session.epoch:
+                raise SessionError(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
+            session.epoch = next_epoch(epoch)
+        return session
+
+    def close_session(self, group_id: str, member_id: str) -> None:
+        """The session ends: its member's records in its partitions are released."""
+        session = self.sessions.pop((group_id, member_id), None)
+        for topic_id, index in session.partitions if session is not None else ():
+            partition = self.partitions.get((group_id, topic_id, index))
+            if partition is not None:
+                partition.release_member(member_id)
+
+    # -- share-partitions --------------------------------------------------------------------------
+    def share_partition(self, group_id: str, topic_id: uuid.UUID, index: int, start: Callable[[str], int | None]
+                        ) -> SharePartition | None:
+        """The group's share-partition, started (the first time) at ``start(reset)`` for the group's
+        ``share.auto.offset.reset`` (None: no offset found, nothing started)."""
+        key = (group_id, topic_id, index)
+        partition = self.partitions.get(key)
+        if partition is None:
+            reset = self._configs.get(group_id, {}).get("share.auto.offset.reset", "latest").strip().lower()
+            offset = start(reset)
+            if offset is None:
+                return None
+            partition = self.partitions[key] = SharePartition(offset, self.partition_settings(group_id))
+        partition.settings = self.partition_settings(group_id)
+        return partition
+
+    def known_partition(self, group_id: str, topic_id: uuid.UUID, index: int) -> SharePartition | None:
+        """The group's share-partition if it was ever fetched."""
+        return self.partitions.get((group_id, topic_id, index))
+
+
+def reset_duration_ms(reset: str) -> int | None:
+    """How far back a ``by_duration:`` reset reaches, in ms (None: not such a reset)."""
+    if not reset.lower().startswith("by_duration:"):
+        return None
+    nanos = duration_ns(reset[len("by_duration:"):])
+    return None if nanos is None else nanos // 1_000_000

@@ -1,0 +1,85 @@
+"""Share sessions and the cluster's share groups (sans-IO): session epochs as Kafka's
+``ShareSessionCache`` keeps them, what closing a session releases, and a group's share.* configs
+reaching its membership and its share-partitions."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+import pytest
+
+from groupclient.coordinator.config import CoordinatorConfig
+from groupclient.protocol.share_group import ShareAcquireMode
+from groupclient.coordinator.share_group.service import SessionError, ShareGroups, next_epoch, reset_duration_ms
+from groupclient.error_codes import ErrorCode as E
+
+T = uuid.UUID(int=7)
+
+
+def groups(**configs: dict[str, str]) -> ShareGroups:
+    return ShareGroups(CoordinatorConfig(), configs)
+
+
+def session_error(call: object) -> E:
+    with pytest.raises(SessionError) as error:
+        call()  # type: ignore[operator]
+    return error.value.error
+
+
+def test_a_session_opens_at_epoch_0_and_each_request_moves_it_on() -> None:
+    s = groups()
+    assert s.fetch_session("g", "m", 0, [(T, 0)], []).epoch == 1
+    assert session_error(lambda: s.fetch_session("g", "m", 2, [], [])) is E.INVALID_SHARE_SESSION_EPOCH
+    assert s.fetch_session("g", "m", 1, [(T, 1)], [(T, 0)]).partitions == [(T, 1)]
+    assert s.acknowledge_session("g", "m", 2).epoch == 3
+    assert session_error(lambda: s.acknowledge_session("g", "m", 0)) is E.INVALID_SHARE_SESSION_EPOCH
+    assert session_error(lambda: s.fetch_session("g", "other", 1, [], [])) is E.SHARE_SESSION_NOT_FOUND
+    assert session_error(lambda: s.acknowledge_session("g", "other", -1)) is E.SHARE_SESSION_NOT_FOUND
+    assert (next_epoch(2**31 - 1), next_epoch(-1)) == (1, -1)
+
+
+def test_closing_a_session_releases_what_its_member_holds_in_its_partitions() -> None:
+    s = groups()
+    s.fetch_session("g", "m", 0, [(T, 0)], [])
+    p = s.share_partition("g", T, 0, lambda reset: 0)
+    assert p is not None
+    p.acquire("m", [(0, 9)], 10, 10, ShareAcquireMode.BATCH_OPTIMIZED, 0)
+    s.close_session("g", "m")
+    assert p.acquired_by("m") == [] and ("g", "m") not in s.sessions
+    assert p.acquire("n", [(0, 9)], 10, 10, ShareAcquireMode.BATCH_OPTIMIZED, 0)[0].deliveries == 2
+
+
+def test_a_groups_share_configs_reach_its_membership_and_its_partitions() -> None:
+    s = groups(g={"share.heartbeat.interval.ms": "6000", "share.record.lock.duration.ms": "20000",
+                  "share.delivery.count.limit": "3", "share.renew.acknowledge.enable": "false",
+                  "share.auto.offset.reset": "earliest"})
+    answer = s.heartbeat("g", "m", 0, None, ["t"], "c", "/h", 0, {"t": 1})
+    assert answer.heartbeat_interval_ms == 6000
+    resets: list[str] = []
+
+    def start(at: int) -> Callable[[str], int]:
+        def started(reset: str) -> int:
+            resets.append(reset)
+            return at
+        return started
+
+    p = s.share_partition("g", T, 0, start(5))
+    assert p is not None and resets == ["earliest"] and p.start_offset == 5
+    assert (p.settings.record_lock_duration_ms, p.settings.delivery_count_limit,
+            p.settings.renew_acknowledge_enable) == (20000, 3, False)
+    other = s.share_partition("h", T, 0, start(0))
+    assert other is not None and resets[-1] == "latest" and other.settings.record_lock_duration_ms == 30000
+
+
+def test_a_heartbeat_for_a_group_that_does_not_exist_is_refused_with_kafkas_messages() -> None:
+    s = groups()
+    with pytest.raises(Exception, match="Share group g not found."):
+        s.heartbeat("g", "m", 3, None, None, "c", "/h", 0, {})
+    with pytest.raises(Exception, match="Group g not found."):
+        s.heartbeat("g", "m", -1, None, None, "c", "/h", 0, {})
+
+
+def test_by_duration_resets_reach_back_that_far() -> None:
+    assert (reset_duration_ms("by_duration:PT1H"), reset_duration_ms("BY_DURATION:P1DT0.5S")) == (3_600_000, 86_400_500)
+    assert reset_duration_ms("latest") is None
