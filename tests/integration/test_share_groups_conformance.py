@@ -1,0 +1,236 @@
+"""Share groups on the wire, calibrated: the same raw ShareGroupHeartbeat, ShareFetch and
+ShareAcknowledge requests sent to the embedded coordinator and to Apache Kafka 4.4.0 get the same
+answers (errors and their messages; records acquired, their ranges and delivery counts; what an
+acknowledgement does).  Kafka initialises a share-partition through its share coordinator before it
+assigns it, so a member's first answers there may be empty: assignments are awaited, not expected
+at once."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kafka import KafkaProducer
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+from groupclient.errors import ErrorCode
+from groupclient.protocol.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, new_member_id,
+)
+from groupclient.protocol.share_group import (
+    ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
+    ShareGroupDescribeRequest, ShareGroupDescribeResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
+)
+from tests.integration import external
+from tests.integration.kip848_wire import Coordinator, coordinator_of, topic_id_of, unique, wait_until_assignable
+from tests.integration.peers import wait_until
+
+E = ErrorCode
+Fetch = ShareFetchRequest.FetchTopic
+Ack = ShareAcknowledgeRequest.AcknowledgeTopic
+
+
+class Share:
+    """One test's topic (one partition, ten records in one batch, read from the earliest offset),
+    share group and connections (the group's coordinator, the partition's leader)."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.group = unique("sgc")
+        self.topic = external.new_topic(bootstrap, 1)
+        self.topic_id = topic_id_of(bootstrap, self.topic, 1)
+        wait_until_assignable(bootstrap, self.topic)
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            admin.alter_configs([ConfigResource(ConfigResourceType.GROUP, self.group, configs={
+                "share.auto.offset.reset": "earliest", "share.assignment.interval.ms": "0"})])
+        finally:
+            admin.close()
+        producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=100)
+        for future in [producer.send(self.topic, f"r{i}".encode(), partition=0) for i in range(10)]:
+            future.get(10)
+        producer.close()
+        self.coordinator = coordinator_of(bootstrap, self.group)
+        self.leader = Coordinator(bootstrap)
+
+    def close(self) -> None:
+        self.coordinator.close()
+        self.leader.close()
+
+    def heartbeat(self, member: str, epoch: int, topics: list[str] | None = None, group: str | None = None,
+                  rack: str | None = None) -> Any:
+        return self.coordinator.call(ShareGroupHeartbeatRequest(
+            version=1, group_id=group or self.group, member_id=member, member_epoch=epoch, rack_id=rack,
+            subscribed_topic_names=topics), ShareGroupHeartbeatResponse)
+
+    def join(self, member: str) -> int:
+        """Join, and heartbeat until the partition is assigned: the member's epoch."""
+        answer = self.heartbeat(member, 0, [self.topic])
+        assert answer.error_code == 0, answer
+        epoch = [answer.member_epoch, answer.assignment]
+
+        def assigned() -> bool:
+            if epoch[1] is not None and any(tp.partitions for tp in epoch[1].topic_partitions):
+                return True
+            beat = self.heartbeat(member, int(epoch[0]))
+            epoch[:] = [beat.member_epoch, beat.assignment]
+            return False
+
+        assert wait_until(assigned, 20), epoch
+        return int(epoch[0])
+
+    def fetch(self, member: str, session_epoch: int, acks: list[tuple[int, int, list[int]]] | None = None,
+              topic_id: uuid.UUID | None = None, max_records: int = 500, wait_ms: int = 2000) -> Any:
+        partition = Fetch.FetchPartition(partition_index=0, acknowledgement_batches=[
+            Fetch.FetchPartition.AcknowledgementBatch(first_offset=f, last_offset=last, acknowledge_types=types)
+            for f, last, types in acks or []])
+        return self.leader.call(ShareFetchRequest(
+            version=2, group_id=self.group, member_id=member, share_session_epoch=session_epoch, max_wait_ms=wait_ms,
+            min_bytes=1, max_bytes=1 << 20, max_records=max_records, batch_size=500, share_acquire_mode=0,
+            is_renew_ack=False, topics=[Fetch(topic_id=topic_id or self.topic_id, partitions=[partition])],
+            forgotten_topics_data=[]), ShareFetchResponse)
+
+    def acknowledge(self, member: str, session_epoch: int, acks: list[tuple[int, int, list[int]]]) -> Any:
+        return self.leader.call(ShareAcknowledgeRequest(
+            version=2, group_id=self.group, member_id=member, share_session_epoch=session_epoch, is_renew_ack=False,
+            topics=[Ack(topic_id=self.topic_id, partitions=[Ack.AcknowledgePartition(
+                partition_index=0, acknowledgement_batches=[
+                    Ack.AcknowledgePartition.AcknowledgementBatch(first_offset=f, last_offset=last, acknowledge_types=t)
+                    for f, last, t in acks])])]), ShareAcknowledgeResponse)
+
+
+def acquired(answer: Any) -> list[tuple[int, int, int]]:
+    """The ranges an answer acquired, after checking it is the topic's one partition without error."""
+    assert answer.error_code == 0, answer
+    ranges = []
+    for topic in answer.responses:
+        for p in topic.partitions:
+            assert (p.partition_index, p.error_code) == (0, 0), p
+            ranges += [(a.first_offset, a.last_offset, a.delivery_count) for a in p.acquired_records]
+    return ranges
+
+
+def acked(answer: Any) -> tuple[int, str | None]:
+    """The acknowledgement outcome of a ShareFetch answer's one partition."""
+    [topic] = answer.responses
+    [p] = topic.partitions
+    return p.acknowledge_error_code, p.acknowledge_error_message
+
+
+@pytest.fixture
+def share(kip848_bootstrap: str) -> Iterator[Share]:
+    scene = Share(kip848_bootstrap)
+    try:
+        yield scene
+    finally:
+        scene.close()
+
+
+def member() -> str:
+    return new_member_id(random.Random())
+
+
+def test_heartbeats_are_refused_with_kafkas_codes_and_messages(share: Share) -> None:
+    """Kafka 4.4.0: an empty member id is INVALID_REQUEST without a message (its broker checks it
+    before the group coordinator); the group coordinator's checks come with Kafka's messages."""
+    m = member()
+
+    def refusal(answer: Any) -> tuple[int, str | None]:
+        assert (answer.member_id, answer.member_epoch, answer.assignment) == (None, 0, None), answer
+        return answer.error_code, answer.error_message
+
+    assert refusal(share.heartbeat("", 0, [share.topic])) == (E.INVALID_REQUEST, None)
+    assert refusal(share.heartbeat(m, 0, [])) == (E.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+    assert refusal(share.heartbeat(m, -2)) == (E.INVALID_REQUEST, "MemberEpoch is invalid.")
+    assert refusal(share.heartbeat(m, 0, [share.topic], rack=" ")) == (E.INVALID_REQUEST, "RackId can't be empty.")
+    assert refusal(share.heartbeat(m, 3)) == (E.GROUP_ID_NOT_FOUND, f"Share group {share.group} not found.")
+    assert refusal(share.heartbeat(m, -1)) == (E.GROUP_ID_NOT_FOUND, f"Group {share.group} not found.")
+    epoch = share.join(m)
+    stranger = member()
+    assert refusal(share.heartbeat(stranger, 1)) == (
+        E.UNKNOWN_MEMBER_ID, f"Member {stranger} is not a member of group {share.group}.")
+    assert refusal(share.heartbeat(m, epoch + 1)) == (E.FENCED_MEMBER_EPOCH, (
+        f"The share group member has a greater member epoch ({epoch + 1}) than the one known by the group "
+        f"coordinator ({epoch}). The member must abandon all its partitions and rejoin."))
+    left = share.heartbeat(m, -1)
+    assert (left.error_code, left.member_id, left.member_epoch, left.heartbeat_interval_ms) == (0, m, -1, 0)
+
+
+def test_share_sessions_are_refused_out_of_turn(share: Share) -> None:
+    """Kafka 4.4.0: a ShareFetch on no session is SHARE_SESSION_NOT_FOUND; one carrying
+    acknowledgements at epoch 0 is INVALID_REQUEST; a session's wrong epoch is
+    INVALID_SHARE_SESSION_EPOCH, as is a ShareAcknowledge at epoch 0 — all top-level, no message."""
+    m = member()
+    share.join(m)
+    assert share.fetch(m, 4).error_code == E.SHARE_SESSION_NOT_FOUND
+    assert share.acknowledge(m, 4, [(0, 0, [1])]).error_code == E.SHARE_SESSION_NOT_FOUND
+    assert share.fetch(m, 0, acks=[(0, 0, [1])]).error_code == E.INVALID_REQUEST
+    assert acquired(share.fetch(m, 0)) == [(0, 9, 1)]
+    assert share.fetch(m, 3).error_code == E.INVALID_SHARE_SESSION_EPOCH
+    assert share.acknowledge(m, 0, [(0, 0, [1])]).error_code == E.INVALID_SHARE_SESSION_EPOCH
+    assert share.fetch(m, 1, wait_ms=0).error_code == E.NONE  # the session's own epoch still works
+
+
+def test_records_are_released_redelivered_accepted_and_refused_as_kafka_does(share: Share) -> None:
+    """Kafka 4.4.0: a member acquires the ten records of the batch at delivery count 1; releasing
+    them brings them back to another member at count 2; the first member's acknowledgement then
+    is INVALID_RECORD_STATE ("Member is not the owner of batch record"); malformed batches are
+    INVALID_REQUEST without a message; once accepted, nothing more comes."""
+    a, b = member(), member()
+    share.join(a)
+    share.join(b)
+    assert acquired(share.fetch(a, 0)) == [(0, 9, 1)]
+    released = share.acknowledge(a, 1, [(0, 9, [2])])
+    assert [(p.error_code, p.error_message) for t in released.responses for p in t.partitions] == [(0, None)]
+    assert acquired(share.fetch(b, 0)) == [(0, 9, 2)]
+    refused = share.acknowledge(a, 2, [(0, 9, [1])])
+    assert [(p.error_code, p.error_message) for t in refused.responses for p in t.partitions] == [
+        (E.INVALID_RECORD_STATE, "Member is not the owner of batch record")]
+    assert acked(share.fetch(b, 1, acks=[(5, 3, [1])], wait_ms=0)) == (E.INVALID_REQUEST, None)
+    assert acked(share.fetch(b, 2, acks=[(0, 3, [1, 1])], wait_ms=0)) == (E.INVALID_REQUEST, None)
+    accepted = share.fetch(b, 3, acks=[(0, 9, [1])], wait_ms=500)
+    assert acked(accepted) == (0, None) and acquired(accepted) == []
+
+
+def test_a_fetch_from_an_unknown_topic_id_is_refused_for_that_partition(share: Share) -> None:
+    m = member()
+    share.join(m)
+    answer = share.fetch(m, 0, topic_id=uuid.UUID(int=42), wait_ms=0)
+    assert answer.error_code == 0
+    assert [(p.partition_index, p.error_code) for t in answer.responses for p in t.partitions] == [
+        (0, E.UNKNOWN_TOPIC_ID)]
+
+
+def test_a_consumer_groups_id_is_not_a_share_group_and_describe_says_what_a_group_is(share: Share) -> None:
+    """Kafka 4.4.0: ShareGroupHeartbeat for the id of a consumer-protocol group is GROUP_ID_NOT_FOUND
+    "Group X is not a share group."; ShareGroupDescribe answers a share group Stable with the simple
+    assignor and its member on the partition, an unknown id "Group X not found."."""
+    consumer_group = unique("cg")
+    joined = share.coordinator.call(ConsumerGroupHeartbeatRequest(
+        version=1, group_id=consumer_group, member_id=member(), member_epoch=0, rebalance_timeout_ms=30000,
+        subscribed_topic_names=[share.topic], topic_partitions=[]), ConsumerGroupHeartbeatResponse)
+    assert joined.error_code == 0, joined
+    wire = coordinator_of(share.bootstrap, consumer_group)
+    try:
+        answer = wire.call(ShareGroupHeartbeatRequest(
+            version=1, group_id=consumer_group, member_id=member(), member_epoch=0, rack_id=None,
+            subscribed_topic_names=[share.topic]), ShareGroupHeartbeatResponse)
+    finally:
+        wire.close()
+    assert (answer.error_code, answer.error_message) == (
+        E.GROUP_ID_NOT_FOUND, f"Group {consumer_group} is not a share group.")
+    m = member()
+    epoch = share.join(m)
+    missing = unique("none")
+    described = share.coordinator.call(ShareGroupDescribeRequest(
+        version=1, group_ids=[share.group, missing], include_authorized_operations=False),
+        ShareGroupDescribeResponse).groups
+    group, absent = described
+    assert (group.error_code, group.group_state, group.assignor_name, group.group_epoch >= epoch) == (
+        0, "Stable", "simple", True)
+    assert [(x.member_id, x.member_epoch, [list(tp.partitions) for tp in x.assignment.topic_partitions])
+            for x in group.members] == [(m, epoch, [[0]])]
+    assert (absent.error_code, absent.error_message) == (E.GROUP_ID_NOT_FOUND, f"Group {missing} not found.")
