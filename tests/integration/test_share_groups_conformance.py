@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from kafka import KafkaProducer
+from kafka.protocol.consumer.group import JoinGroupRequest, JoinGroupResponse
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
 from groupclient.errors import ErrorCode
@@ -228,9 +229,28 @@ def test_a_consumer_groups_id_is_not_a_share_group_and_describe_says_what_a_grou
     described = share.coordinator.call(ShareGroupDescribeRequest(
         version=1, group_ids=[share.group, missing], include_authorized_operations=False),
         ShareGroupDescribeResponse).groups
-    group, absent = described
+    by_id = {g.group_id: g for g in described}  # Kafka answers in the order of its coordinator shards
+    group, absent = by_id[share.group], by_id[missing]
     assert (group.error_code, group.group_state, group.assignor_name, group.group_epoch >= epoch) == (
         0, "Stable", "simple", True)
     assert [(x.member_id, x.member_epoch, [list(tp.partitions) for tp in x.assignment.topic_partitions])
             for x in group.members] == [(m, epoch, [[0]])]
     assert (absent.error_code, absent.error_message) == (E.GROUP_ID_NOT_FOUND, f"Group {missing} not found.")
+
+
+def test_a_share_groups_id_is_not_a_consumer_group_nor_a_classic_one(share: Share) -> None:
+    """Kafka 4.4.0: ConsumerGroupHeartbeat naming a share group is GROUP_ID_NOT_FOUND "Group X is not
+    a consumer group."; a classic JoinGroup is INCONSISTENT_GROUP_PROTOCOL; the share group goes on."""
+    m = member()
+    epoch = share.join(m)
+    joined = share.coordinator.call(ConsumerGroupHeartbeatRequest(
+        version=1, group_id=share.group, member_id=member(), member_epoch=0, rebalance_timeout_ms=30000,
+        subscribed_topic_names=[share.topic], topic_partitions=[]), ConsumerGroupHeartbeatResponse)
+    assert (joined.error_code, joined.error_message) == (
+        E.GROUP_ID_NOT_FOUND, f"Group {share.group} is not a consumer group.")
+    classic = share.coordinator.call(JoinGroupRequest(
+        version=9, group_id=share.group, session_timeout_ms=10000, rebalance_timeout_ms=30000, member_id="",
+        group_instance_id=None, protocol_type="consumer", reason=None,
+        protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")]), JoinGroupResponse)
+    assert classic.error_code == E.INCONSISTENT_GROUP_PROTOCOL
+    assert share.heartbeat(m, epoch).error_code == 0

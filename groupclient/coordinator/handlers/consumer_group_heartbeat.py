@@ -41,6 +41,8 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         if foreign is ErrorCode.UNKNOWN_MEMBER_ID:
             return _error(req, foreign, f"Member {req.member_id} is not a member of group {req.group_id}.")
         return _error(req, foreign, f"Static member {req.member_id} with instance id {req.instance_id} was fenced.")
+    if req.group_id in ctx.core.share_groups.groups:
+        return _error(req, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.")
     try:
         answer = ctx.node.coordinator.consumer.heartbeat(
             req, ctx.now, ctx.core.topics.ids_and_counts(), ctx.client_id, f"/{ctx.client_host}", ctx.principal)

@@ -47,6 +47,8 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     )
     if refused := ctx.foreign_member(join.group_id, join.member_id, join.group_instance_id):
         return error_response(req, refused)
+    if req.group_id in ctx.core.share_groups.groups:  # Kafka 4.4's answer to a share group's id
+        return error_response(req, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
     topics = ctx.core.topics.ids_and_counts()  # a consumer group's classic member names its topics
     result: JoinResult = await ctx.answer_from(
         lambda deliver: ctx.node.coordinator.join_group(join, ctx.now, deliver, topics))
