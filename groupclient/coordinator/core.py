@@ -70,7 +70,7 @@ class ClusterCore:
         self.topics = TopicStore(data_dir, config.fsync, config.max_open_log_files, rng=self.rng,
                                  first_producer_id=clock.wall_ms() << 8)
         self.group_store = GroupStore(data_dir, config.fsync, consumer_records=ConsumerGroupRecords())
-        self.share_groups = ShareGroups(config, self.group_store.group_configs)
+        self.share_groups = ShareGroups(config, self.group_store)
         self.faults = FaultInjector()
         self.request_memory = RequestMemoryPool(config.queued_max_request_bytes)
         self.telemetry: CoordinatorTelemetry | None = coordinator_telemetry(meter_provider)

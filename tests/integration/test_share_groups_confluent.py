@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -123,3 +124,31 @@ def test_a_released_record_comes_back_one_delivery_later_and_a_rejected_one_neve
         assert drain([consumer], 1, timeout_s=3) == [[]]
     finally:
         consumer.close()
+
+
+def test_what_a_share_group_settled_survives_a_coordinator_restart(tmp_path: Path) -> None:
+    """With a data dir: five records accepted and the rest released by a closing consumer; after a
+    restart a new consumer gets only the five released ones, at their second delivery."""
+    group, topic = unique("share"), unique("q")
+    with EmbeddedCluster(nodes=1, data_dir=tmp_path) as embedded:
+        cluster = Cluster(embedded.bootstrap_servers)
+        cluster.create_topic(topic, 1)
+        earliest(cluster, group)
+        cluster.produce(topic, [f"r{i}".encode() for i in range(10)], partition=0)
+        consumer = share_consumer(cluster, group, topic, **{"share.acknowledgement.mode": "explicit"})
+        try:
+            [first] = drain([consumer], 10)
+            for message in first:
+                if message.offset() < 5:
+                    consumer.acknowledge(message, AcknowledgeType.ACCEPT)
+            consumer.commit_sync(10)
+        finally:
+            consumer.close()
+    with EmbeddedCluster(nodes=1, data_dir=tmp_path) as embedded:
+        cluster = Cluster(embedded.bootstrap_servers)
+        consumer = share_consumer(cluster, group, topic)
+        try:
+            [again] = drain([consumer], 5)
+            assert sorted((m.offset(), m.delivery_count()) for m in again) == [(o, 2) for o in range(5, 10)]
+        finally:
+            consumer.close()

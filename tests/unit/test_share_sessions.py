@@ -6,19 +6,25 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from groupclient.coordinator.config import CoordinatorConfig
 from groupclient.protocol.share_group import ShareAcquireMode
+from groupclient.coordinator.share_group.partition import AckBatch, Acquired
 from groupclient.coordinator.share_group.service import SessionError, ShareGroups, next_epoch, reset_duration_ms
+from groupclient.coordinator.storage.journal import Journal
 from groupclient.error_codes import ErrorCode as E
+from tests.unit.group_harness import group_store
 
 T = uuid.UUID(int=7)
 
 
 def groups(**configs: dict[str, str]) -> ShareGroups:
-    return ShareGroups(CoordinatorConfig(), configs)
+    store = group_store()
+    store.group_configs.update(configs)
+    return ShareGroups(CoordinatorConfig(), store)
 
 
 def session_error(call: object) -> E:
@@ -83,3 +89,34 @@ def test_a_heartbeat_for_a_group_that_does_not_exist_is_refused_with_kafkas_mess
 def test_by_duration_resets_reach_back_that_far() -> None:
     assert (reset_duration_ms("by_duration:PT1H"), reset_duration_ms("BY_DURATION:P1DT0.5S")) == (3_600_000, 86_400_500)
     assert reset_duration_ms("latest") is None
+
+
+def test_what_a_share_partition_settled_survives_a_restart_and_a_compaction(tmp_path: Path) -> None:
+    """Accepted and archived records stay finished, released ones keep their deliveries, and what
+    was only acquired comes back as never delivered (Kafka's share coordinator keeps no
+    acquisition); the journal is compacted on the way."""
+    store = group_store(tmp_path, compaction_min_bytes=512)
+    s = ShareGroups(CoordinatorConfig(), store)
+    s.fetch_session("g", "m", 0, [(T, 0)], [])
+    p = s.share_partition("g", T, 0, lambda reset: 0)
+    assert p is not None
+    for other in range(1, 40):  # other partitions, each settling a record: compactions rewrite the journal
+        q = s.share_partition("g", T, other, lambda reset: 0)
+        assert q is not None
+        q.acquire("m", [(0, 9)], 10, 10, ShareAcquireMode.BATCH_OPTIMIZED, 0)
+        for offset in range(3):
+            q.acknowledge("m", [AckBatch(offset, offset, (1,))], 0)
+            s.persist("g", T, other)
+    p.acquire("m", [(0, 9)], 10, 10, ShareAcquireMode.BATCH_OPTIMIZED, 0)
+    p.acknowledge("m", [AckBatch(0, 9, (2,))], 0)  # released: delivered once
+    p.acquire("m", [(0, 9), (10, 19)], 20, 20, ShareAcquireMode.BATCH_OPTIMIZED, 0)
+    p.acknowledge("m", [AckBatch(0, 0, (1,)), AckBatch(2, 2, (3,)), AckBatch(3, 3, (2,))], 0)
+    s.persist("g", T, 0)
+    store.close()
+    assert len(list(Journal(tmp_path / "groups.journal").replay())) < 39 * 3  # compacted
+    again = ShareGroups(CoordinatorConfig(), group_store(tmp_path))
+    restored = again.known_partition("g", T, 0)
+    assert restored is not None and restored.start_offset == 1
+    assert restored.acquire("n", [(0, 9), (10, 19)], 30, 30, ShareAcquireMode.BATCH_OPTIMIZED, 0) == [
+        Acquired(1, 1, 2), Acquired(3, 3, 3), Acquired(4, 9, 2), Acquired(10, 19, 1)]
+    assert all(again.known_partition("g", T, other).start_offset == 3 for other in range(1, 40))  # type: ignore[union-attr]

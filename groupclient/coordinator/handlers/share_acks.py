@@ -73,4 +73,6 @@ def _apply(ctx: RequestContext, group_id: str, member_id: str, key: tuple[uuid.U
         share_partition.acknowledge(member_id, batches, ctx.now)
     except AcknowledgeError as refused:
         return refused.error, refused.message
+    finally:
+        ctx.core.share_groups.persist(group_id, *key)  # locks that ran out meanwhile, if nothing else
     return ErrorCode.NONE, None

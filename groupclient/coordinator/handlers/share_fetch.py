@@ -140,6 +140,7 @@ def _fetch(ctx: RequestContext, req: Any, session: ShareSession) -> dict[Key, _F
                    for b in log.batches_from(share_partition.fetch_offset(ctx.now), per_partition_bytes)]
         part.acquired = share_partition.acquire(req.member_id, [(b, e) for b, e, _ in batches], budget,
                                                 max(req.batch_size, 1), mode, ctx.now)
+        ctx.core.share_groups.persist(req.group_id, *key)  # what ran out or moved on the way
         budget -= sum(a.last - a.first + 1 for a in part.acquired)
         part.records = _holding(batches, part.acquired)
     return out

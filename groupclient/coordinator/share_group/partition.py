@@ -154,6 +154,36 @@ class SharePartition:
         deadlines = [r.locked_until for r in self.window.values() if r.locked_until is not None]
         return min(deadlines) if deadlines else None
 
+    # -- what is kept -----------------------------------------------------------------------------
+    def persisted(self) -> tuple[int, list[tuple[int, int, int, int]]]:
+        """What survives a restart, as Kafka's share coordinator keeps it: the start offset, and the
+        window as ranges of (first, last, state, deliveries).  An acquisition is not kept (an
+        acquired record is kept as it was before), and neither is the tail of records never
+        delivered but by a lock that is still held: after a restart they are new records again."""
+        kept: list[tuple[int, int, int, int]] = []
+        for offset in range(self.start_offset, self.next_offset):
+            record = self.window[offset]
+            state, count = ((RecordState.AVAILABLE, record.deliveries - 1) if record.state is RecordState.ACQUIRED
+                            else (record.state, record.deliveries))
+            if kept and kept[-1][1] == offset - 1 and kept[-1][2:] == (int(state), count):
+                kept[-1] = (kept[-1][0], offset, int(state), count)
+            else:
+                kept.append((offset, offset, int(state), count))
+        while kept and kept[-1][2:] == (int(RecordState.AVAILABLE), 0):
+            kept.pop()
+        return self.start_offset, kept
+
+    @classmethod
+    def restored(cls, start_offset: int, ranges: Iterable[Sequence[int]], settings: ShareSettings) -> SharePartition:
+        """A share-partition as :meth:`persisted` left it (nothing acquired)."""
+        partition = cls(start_offset, settings)
+        for first, last, state, count in ranges:
+            for offset in range(first, last + 1):
+                partition.window[offset] = InFlight(RecordState(state), count, unit=(first, last))
+            partition.next_offset = max(partition.next_offset, last + 1)
+        partition._advance()
+        return partition
+
     # -- acquiring ---------------------------------------------------------------------------------
     def acquire(self, member: str, log_batches: Sequence[tuple[int, int]], max_records: int, batch_size: int,
                 mode: ShareAcquireMode, now: int) -> list[Acquired]:

@@ -14,8 +14,10 @@ Share sessions (Kafka's ``ShareSessionCache``), one per (group, member):
   their deliveries counted (as a closed connection would in Kafka).
 
 A share-partition starts, the first time a group fetches it, at the offset the group's
-``share.auto.offset.reset`` gives (latest: the end of the log; earliest; by_duration).  Sessions
-and share-partitions live in memory only: a restarted coordinator starts them again.
+``share.auto.offset.reset`` gives (latest: the end of the log; earliest; by_duration).  What it
+has finished, released or archived is kept in the cluster's group store after every change
+(:meth:`SharePartition.persisted`: acquisitions are not), so a restart with a data dir, or another
+node taking over, goes on from there; sessions and memberships start again.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ...error_codes import ErrorCode
 from ..config import CoordinatorConfig
@@ -57,6 +60,17 @@ class ShareSession:
         self.fresh -= set(partitions)
 
 
+class ShareStateStore(Protocol):
+    """Where share groups' configs and share-partitions are kept (the cluster's GroupStore)."""
+
+    group_configs: dict[str, dict[str, str]]
+    share_states: dict[tuple[str, str, int], tuple[int, list[list[int]]]]
+
+    def put_share_state(self, group_id: str, topic_id: str, partition: int, start_offset: int,
+                        ranges: list[tuple[int, int, int, int]]) -> None:
+        """Keep a share-partition's state."""
+
+
 class SessionError(Exception):
     """A share session refused: the request's top-level error."""
 
@@ -73,10 +87,11 @@ def next_epoch(epoch: int) -> int:
 class ShareGroups:
     """Every share group of the cluster, its share-partitions and its members' share sessions."""
 
-    def __init__(self, config: CoordinatorConfig, group_configs: Mapping[str, Mapping[str, str]]) -> None:
-        """``group_configs``: each group's own configs (the cluster's group store's, read live)."""
+    def __init__(self, config: CoordinatorConfig, store: ShareStateStore) -> None:
+        """``store``: each group's own configs (read live) and where share-partitions are kept."""
         self.config = config
-        self._configs = group_configs
+        self._store = store
+        self._configs: Mapping[str, Mapping[str, str]] = store.group_configs
         self.groups: dict[str, ShareGroup] = {}
         self.partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
         self.sessions: dict[SessionKey, ShareSession] = {}
@@ -164,6 +179,7 @@ class ShareGroups:
             partition = self.partitions.get((group_id, topic_id, index))
             if partition is not None:
                 partition.release_member(member_id)
+                self.persist(group_id, topic_id, index)
 
     # -- share-partitions --------------------------------------------------------------------------
     def share_partition(self, group_id: str, topic_id: uuid.UUID, index: int, start: Callable[[str], int | None]
@@ -171,7 +187,7 @@ class ShareGroups:
         """The group's share-partition, started (the first time) at ``start(reset)`` for the group's
         ``share.auto.offset.reset`` (None: no offset found, nothing started)."""
         key = (group_id, topic_id, index)
-        partition = self.partitions.get(key)
+        partition = self.known_partition(group_id, topic_id, index)
         if partition is None:
             reset = self._configs.get(group_id, {}).get("share.auto.offset.reset", "latest").strip().lower()
             offset = start(reset)
@@ -182,8 +198,20 @@ class ShareGroups:
         return partition
 
     def known_partition(self, group_id: str, topic_id: uuid.UUID, index: int) -> SharePartition | None:
-        """The group's share-partition if it was ever fetched."""
-        return self.partitions.get((group_id, topic_id, index))
+        """The group's share-partition if it was ever fetched (here, or before a restart)."""
+        key = (group_id, topic_id, index)
+        partition = self.partitions.get(key)
+        kept = self._store.share_states.get((group_id, str(topic_id), index))
+        if partition is None and kept is not None:
+            partition = self.partitions[key] = SharePartition.restored(kept[0], kept[1],
+                                                                       self.partition_settings(group_id))
+        return partition
+
+    def persist(self, group_id: str, topic_id: uuid.UUID, index: int) -> None:
+        """Keep what a share-partition has settled (the store writes only a change)."""
+        partition = self.partitions.get((group_id, topic_id, index))
+        if partition is not None:
+            self._store.put_share_state(group_id, str(topic_id), index, *partition.persisted())
 
 
 def reset_duration_ms(reset: str) -> int | None:

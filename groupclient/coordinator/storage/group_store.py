@@ -125,6 +125,9 @@ class GroupStore(Generic[G]):
         # each group's own configs (IncrementalAlterConfigs), by name, as strings; kept whether or
         # not the group exists, as Kafka keeps them in its cluster metadata
         self.group_configs: dict[str, dict[str, str]] = {}
+        # each share group's share-partitions as last kept, by (group, topic id, partition): the
+        # start offset and the window's ranges of (first, last, state, deliveries)
+        self.share_states: dict[tuple[str, str, int], tuple[int, list[list[int]]]] = {}
         self._codec = consumer_records
         self._consumer_records: dict[str, tuple[Record, dict[str, Record]]] = {}
         self._compaction_min_bytes = compaction_min_bytes
@@ -163,6 +166,14 @@ class GroupStore(Generic[G]):
         """Keep a group's own configs (replacing what it had; none: it has none left)."""
         if dict(configs) != self.group_configs.get(group_id, {}):
             self._write({"type": "group_configs", "group_id": group_id, "configs": dict(configs)})
+
+    def put_share_state(self, group_id: str, topic_id: str, partition: int, start_offset: int,
+                        ranges: Iterable[Iterable[int]]) -> None:
+        """Keep a share-partition's state (replacing what it had)."""
+        value = (start_offset, [list(r) for r in ranges])
+        if self.share_states.get((group_id, topic_id, partition)) != value:
+            self._write({"type": "share_state", "key": [group_id, topic_id, partition], "start": start_offset,
+                         "ranges": value[1]})
 
     def save_consumer_group(self, group: G, member_ids: Iterable[str] | None = None) -> None:
         """Journal what changed of a consumer group: its own record, and the members named (every
@@ -233,6 +244,8 @@ class GroupStore(Generic[G]):
                 yield {"type": "consumer_member", "group_id": group_id, "value": member}
         for group_id, configs in self.group_configs.items():
             yield {"type": "group_configs", "group_id": group_id, "configs": configs}
+        for key, (start, ranges) in self.share_states.items():
+            yield {"type": "share_state", "key": list(key), "start": start, "ranges": ranges}
         for group_id, table in self.offsets.items():
             rows = list(table.items())
             for start in range(0, len(rows), _OFFSETS_PER_ENTRY):
@@ -288,6 +301,9 @@ class GroupStore(Generic[G]):
             self._consumer_records[record["group_id"]][1].pop(record["member_id"], None)
         elif kind == "consumer_group_delete":
             self._consumer_records.pop(record["group_id"], None)
+        elif kind == "share_state":
+            group_id, topic_id, partition = record["key"]
+            self.share_states[(group_id, topic_id, partition)] = (record["start"], record["ranges"])
         elif kind == "group_configs":
             if record["configs"]:
                 self.group_configs[record["group_id"]] = dict(record["configs"])
