@@ -143,6 +143,7 @@ class BrokerNode:
             writer.close()  # the pending read then ends like a client that went away
 
         idle = _IdleTimeout(config.connections_max_idle_ms / 1000, close_idle)
+        connection = object()  # who sent a request, for what a closed connection ends (share sessions)
         session = SaslSession(config.security, f"{client_host}:{peer[1] if peer else '?'}") \
             if config.security.uses_sasl else None
         try:
@@ -158,7 +159,7 @@ class BrokerNode:
                 try:
                     payload = await reader.readexactly(size)
                     idle.request_started()
-                    answer = await self._dispatch(payload, client_host, session, grant.release)
+                    answer = await self._dispatch(payload, client_host, session, grant.release, connection)
                 finally:
                     grant.release()
                 if answer is not None:
@@ -182,6 +183,7 @@ class BrokerNode:
             log.exception("node %d: closing connection from %s after an internal error", self.node_id, peer)
         finally:
             idle.cancel()
+            self.core.share_groups.connection_closed(connection)  # Kafka releases its share sessions
             self._connections.discard(task)
             self._release_connection(client_host)
             writer.close()
@@ -193,7 +195,7 @@ class BrokerNode:
         return await self._dispatch(payload, client_host)
 
     async def _dispatch(self, payload: bytes, client_host: str, session: SaslSession | None = None,
-                        decoded: Callable[[], None] | None = None) -> bytes | None:
+                        decoded: Callable[[], None] | None = None, connection: object = None) -> bytes | None:
         """``decoded`` is called once the frame's bytes are no longer needed: after decoding,
         except for Produce, whose records are kept until appended (as Kafka keeps the buffer)."""
         fixed = peek_header(payload)
@@ -240,7 +242,7 @@ class BrokerNode:
             response = handler.error_response(request, ErrorCode.UNSUPPORTED_VERSION)
         else:
             response = await self._handle(key, handler, request, client_host,
-                                          session.principal if session is not None else None)
+                                          session.principal if session is not None else None, connection)
         if key is ApiKey.PRODUCE and request.acks == 0:
             if telemetry is not None:
                 telemetry.answered(key, response, started)  # handled, though nothing is sent back
@@ -256,7 +258,7 @@ class BrokerNode:
         return authenticate_response(request, code, message, token)
 
     async def _handle(self, key: ApiKey, handler: Any, request: Any, client_host: str,
-                      principal: str | None = None) -> Any:
+                      principal: str | None = None, connection: object = None) -> Any:
         rule = self.core.faults.take(int(key), self.node_id)
         if rule is not None:
             if rule.kind is FaultKind.DROP:
@@ -265,7 +267,8 @@ class BrokerNode:
                 return handler.error_response(request, rule.error_code)
             await self.core.runtime.sleep(rule.delay_ms)
         header = request.header
-        ctx = RequestContext(self, self.core, request.version, header.client_id or "", client_host, principal)
+        ctx = RequestContext(self, self.core, request.version, header.client_id or "", client_host, principal,
+                             connection)
         try:
             return await handler.handle(ctx, request)
         except asyncio.CancelledError:

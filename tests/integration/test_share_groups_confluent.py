@@ -20,6 +20,7 @@ from groupclient.coordinator import EmbeddedCluster
 from groupclient.protocol.share_group import ShareGroupDescribeRequest, ShareGroupDescribeResponse
 from tests.integration import external
 from tests.integration.kip848_wire import coordinator_of, unique
+from tests.integration.peers import wait_until
 
 
 class Cluster:
@@ -90,15 +91,22 @@ def test_two_share_consumers_split_one_partition_with_no_record_delivered_twice(
         assert sorted(values) == sorted(f"r{i}".encode() for i in range(300)), len(values)
         assert all(m.delivery_count() == 1 for mine in got for m in mine)
         wire = coordinator_of(cluster.bootstrap_servers, group)
-        try:
+        seen: list[Any] = []
+
+        def shared() -> bool:  # a member learns of a change at its next heartbeat (5 s apart)
+            for consumer in consumers:
+                consumer.poll(0.1)
             [described] = wire.call(ShareGroupDescribeRequest(version=1, group_ids=[group],
                                                               include_authorized_operations=False),
                                     ShareGroupDescribeResponse).groups
+            seen[:] = [described.error_code, described.group_state, described.assignor_name,
+                       [[list(tp.partitions) for tp in m.assignment.topic_partitions] for m in described.members]]
+            return seen == [0, "Stable", "simple", [[[0]], [[0]]]]  # one partition, shared by both
+
+        try:
+            assert wait_until(shared, 15), seen
         finally:
             wire.close()
-        assert (described.error_code, described.group_state, described.assignor_name) == (0, "Stable", "simple")
-        assert [[list(tp.partitions) for tp in m.assignment.topic_partitions] for m in described.members] == [
-            [[0]], [[0]]]  # one partition, shared by both
     finally:
         for consumer in consumers:
             consumer.close()
@@ -152,3 +160,4 @@ def test_what_a_share_group_settled_survives_a_coordinator_restart(tmp_path: Pat
             assert sorted((m.offset(), m.delivery_count()) for m in again) == [(o, 2) for o in range(5, 10)]
         finally:
             consumer.close()
+

@@ -8,6 +8,7 @@ at once."""
 from __future__ import annotations
 
 import random
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -38,7 +39,7 @@ class Share:
     """One test's topic (one partition, ten records in one batch, read from the earliest offset),
     share group and connections (the group's coordinator, the partition's leader)."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, lock_ms: int | None = None) -> None:
         self.bootstrap = bootstrap
         self.group = unique("sgc")
         self.topic = external.new_topic(bootstrap, 1)
@@ -47,7 +48,8 @@ class Share:
         admin = KafkaAdminClient(bootstrap_servers=bootstrap)
         try:
             admin.alter_configs([ConfigResource(ConfigResourceType.GROUP, self.group, configs={
-                "share.auto.offset.reset": "earliest", "share.assignment.interval.ms": "0"})])
+                "share.auto.offset.reset": "earliest", "share.assignment.interval.ms": "0",
+                **({"share.record.lock.duration.ms": str(lock_ms)} if lock_ms else {})})])
         finally:
             admin.close()
         producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=100)
@@ -55,7 +57,7 @@ class Share:
             future.get(10)
         producer.close()
         self.coordinator = coordinator_of(bootstrap, self.group)
-        self.leader = Coordinator(bootstrap)
+        self.leader = Coordinator(bootstrap, timeout_s=40)  # a ShareFetch may wait up to 25 s
 
     def close(self) -> None:
         self.coordinator.close()
@@ -254,3 +256,51 @@ def test_a_share_groups_id_is_not_a_consumer_group_nor_a_classic_one(share: Shar
         protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")]), JoinGroupResponse)
     assert classic.error_code == E.INCONSISTENT_GROUP_PROTOCOL
     assert share.heartbeat(m, epoch).error_code == 0
+
+
+def test_a_closed_connection_releases_its_share_sessions_records(share: Share) -> None:
+    """Kafka 4.4.0: a member's connection closing ends its share session, and what it held comes
+    to another member at once (at its second delivery), not after the 30 s lock."""
+    a, b = member(), member()
+    share.join(a)
+    share.join(b)
+    gone = Coordinator(share.bootstrap)
+    answer = gone.call(ShareFetchRequest(
+        version=2, group_id=share.group, member_id=a, share_session_epoch=0, max_wait_ms=2000, min_bytes=1,
+        max_bytes=1 << 20, max_records=500, batch_size=500, share_acquire_mode=0, is_renew_ack=False,
+        topics=[Fetch(topic_id=share.topic_id, partitions=[Fetch.FetchPartition(partition_index=0,
+                                                                                acknowledgement_batches=[])])],
+        forgotten_topics_data=[]), ShareFetchResponse)
+    assert acquired(answer) == [(0, 9, 1)]
+    gone.close()
+    got: list[tuple[int, int, int]] = []
+    epoch = [0]
+
+    def redelivered() -> bool:
+        got.extend(acquired(share.fetch(b, epoch[0], wait_ms=500)))
+        epoch[0] += 1
+        return bool(got)
+
+    assert wait_until(redelivered, 10)  # well under the lock's 30 s
+    assert got == [(0, 9, 2)]
+
+
+def test_a_waiting_fetch_wakes_when_a_lock_runs_out(kip848_bootstrap: str, request: pytest.FixtureRequest) -> None:
+    """A member that acquired and went silent, its connection open, holds its records for the
+    group's lock (15 s, the broker's least); another member's ShareFetch waiting up to 25 s gets them
+    when the lock runs out, at their second delivery, not at the end of its wait.  The embedded
+    coordinator only: Kafka 4.4 answers it as well, after the same 15 s, and the suite does not wait
+    for that twice."""
+    if request.node.callspec.params["kip848_bootstrap"] == "kafka":
+        pytest.skip("the embedded coordinator's wake; Kafka's is its own delayed-fetch purgatory")
+    share = Share(kip848_bootstrap, lock_ms=15000)
+    try:
+        a, b = member(), member()
+        share.join(a)
+        share.join(b)
+        assert acquired(share.fetch(a, 0)) == [(0, 9, 1)]
+        started = time.monotonic()
+        assert acquired(share.fetch(b, 0, wait_ms=25_000)) == [(0, 9, 2)]
+        assert time.monotonic() - started < 22
+    finally:
+        share.close()

@@ -80,6 +80,7 @@ class RequestContext:
     client_id: str
     client_host: str
     principal: str | None = None  # the SASL user name on a SASL listener
+    connection: object = None  # the connection it came on (its identity only)
 
     @property
     def now(self) -> int:

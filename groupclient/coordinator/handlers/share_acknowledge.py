@@ -42,6 +42,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         shares.acknowledge_session(req.group_id, req.member_id, req.share_session_epoch)
     except SessionError as refused:
         return error_response(req, refused.error)
+    shares.used_on(req.group_id, req.member_id, ctx.connection)
     renewing = req.version >= 2 and bool(req.is_renew_ack)
     outcomes = acknowledge(ctx, req.group_id, req.member_id, req.topics, req.version, renewing)
     if req.share_session_epoch == FINAL_EPOCH:

@@ -7,7 +7,7 @@ earlier ones on the way (``share_acks.py``), as Kafka's broker answers it.
 - Acknowledgements are applied first, so records released here may come back in this answer.
 - Every partition of the session is fetched, sharing ``MaxRecords`` (whole log batches in
   batch_optimized mode; exactly in record_limit mode) and ``MaxBytes``; when nothing is acquired
-  the request waits up to ``MaxWaitMs`` for records to arrive.  A renewing request (v2,
+  the request waits up to ``MaxWaitMs`` for records to arrive, or for a lock to run out.  A renewing request (v2,
   ``IsRenewAck``) only acknowledges, and must ask for nothing.
 - A partition is answered with the log batches that hold its acquired records and the ranges
   acquired; the first answer of a session names every partition asked for, later ones only those
@@ -83,6 +83,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                                        forgotten)
     except SessionError as refused:
         return error_response(req, refused.error)
+    shares.used_on(req.group_id, req.member_id, ctx.connection)
     lock_ms = shares.partition_settings(req.group_id).record_lock_duration_ms
     parts: dict[Key, _Fetched] = {}
     for key, outcome in acknowledge(ctx, req.group_id, req.member_id, req.topics, req.version, renewing).items():
@@ -99,7 +100,10 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         if any(part.acquired for part in got.values()) or ctx.now >= deadline or not waiting:
             break
         names = [(ctx.core.topics.name_of(t), p) for t, p in waiting]
-        await ctx.core.wait_for_append([(n, p) for n, p in names if n is not None], deadline - ctx.now)
+        # records come from the log, or back from a holder whose lock runs out
+        locks = [p.next_lock_deadline() for p in (shares.known_partition(req.group_id, *k) for k in waiting) if p]
+        wake = min([deadline, *(d for d in locks if d is not None)])
+        await ctx.core.wait_for_append([(n, p) for n, p in names if n is not None], max(wake - ctx.now, 0))
         if ctx.now >= deadline:
             got = _fetch(ctx, req, session)
             break

@@ -10,8 +10,9 @@ Share sessions (Kafka's ``ShareSessionCache``), one per (group, member):
 - each later ShareFetch or ShareAcknowledge must carry the session's epoch, which then moves on
   (SHARE_SESSION_NOT_FOUND without a session, INVALID_SHARE_SESSION_EPOCH for another epoch); a
   ShareFetch adds the partitions it names and drops the ones it forgets, and fetches from all;
-- epoch -1 closes it: the records its member holds in the session's partitions are released,
-  their deliveries counted (as a closed connection would in Kafka).
+- epoch -1 closes it, and so does the connection it was last used on closing (Kafka's
+  disconnect listener): the records its member holds in the session's partitions are released,
+  their deliveries counted.
 
 A share-partition starts, the first time a group fetches it, at the offset the group's
 ``share.auto.offset.reset`` gives (latest: the end of the log; earliest; by_duration).  What it
@@ -95,6 +96,8 @@ class ShareGroups:
         self.groups: dict[str, ShareGroup] = {}
         self.partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
         self.sessions: dict[SessionKey, ShareSession] = {}
+        self._connections: dict[object, set[SessionKey]] = {}  # the sessions last used on each connection
+        self._connection_of: dict[SessionKey, object] = {}
 
     # -- settings ----------------------------------------------------------------------------------
     def _int(self, group_id: str, name: str) -> int:
@@ -172,8 +175,29 @@ class ShareGroups:
             session.epoch = next_epoch(epoch)
         return session
 
+    def used_on(self, group_id: str, member_id: str, connection: object) -> None:
+        """The member's session was just used on ``connection``: it ends when that connection does."""
+        key = (group_id, member_id)
+        if key not in self.sessions or connection is None:
+            return
+        before = self._connection_of.get(key)
+        if before is not connection:
+            if before is not None:
+                self._connections.get(before, set()).discard(key)
+            self._connection_of[key] = connection
+            self._connections.setdefault(connection, set()).add(key)
+
+    def connection_closed(self, connection: object) -> None:
+        """A connection closed: the share sessions last used on it end."""
+        for group_id, member_id in sorted(self._connections.pop(connection, set())):
+            self._connection_of.pop((group_id, member_id), None)
+            self.close_session(group_id, member_id)
+
     def close_session(self, group_id: str, member_id: str) -> None:
         """The session ends: its member's records in its partitions are released."""
+        connection = self._connection_of.pop((group_id, member_id), None)
+        if connection is not None:
+            self._connections.get(connection, set()).discard((group_id, member_id))
         session = self.sessions.pop((group_id, member_id), None)
         for topic_id, index in session.partitions if session is not None else ():
             partition = self.partitions.get((group_id, topic_id, index))
