@@ -15,6 +15,10 @@ from typing import Any
 
 import pytest
 from kafka import KafkaProducer
+from kafka.protocol.admin.groups import (
+    DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse, ListGroupsRequest,
+    ListGroupsResponse,
+)
 from kafka.protocol.consumer.group import JoinGroupRequest, JoinGroupResponse
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
@@ -304,3 +308,36 @@ def test_a_waiting_fetch_wakes_when_a_lock_runs_out(kip848_bootstrap: str, reque
         assert time.monotonic() - started < 22
     finally:
         share.close()
+
+
+def test_share_groups_in_the_classic_admin_apis(share: Share) -> None:
+    """Kafka 4.4.0: ListGroups v5 lists a share group as type and protocol type ``share``, Stable
+    (and with the types filter ``share``); DescribeGroups answers it Dead, from v6 with
+    GROUP_ID_NOT_FOUND "Group X is not a classic group."; DeleteGroups refuses it with
+    NON_EMPTY_GROUP while it has a member and deletes it once it has none."""
+    m = member()
+    share.join(m)
+
+    def listed(types: list[str]) -> list[tuple[str, str, str]]:
+        answer = share.coordinator.call(ListGroupsRequest(version=5, states_filter=[], types_filter=types),
+                                        ListGroupsResponse)
+        return [(g.protocol_type, g.group_state, g.group_type) for g in answer.groups if g.group_id == share.group]
+
+    assert listed(["share"]) == listed([]) == [("share", "Stable", "share")]
+    assert listed(["consumer", "classic"]) == []
+    for version, expected in ((5, (0, None)), (6, (E.GROUP_ID_NOT_FOUND, f"Group {share.group} is not a classic group."))):
+        [g] = share.coordinator.call(DescribeGroupsRequest(version=version, groups=[share.group],
+                                                           include_authorized_operations=False),
+                                     DescribeGroupsResponse).groups
+        assert (g.error_code, getattr(g, "error_message", None), g.group_state, list(g.members)) == (
+            *expected, "Dead", [])
+
+    def delete() -> int:
+        [result] = share.coordinator.call(DeleteGroupsRequest(version=2, groups_names=[share.group]),
+                                          DeleteGroupsResponse).results
+        return int(result.error_code)
+
+    assert delete() == E.NON_EMPTY_GROUP
+    assert share.heartbeat(m, -1).error_code == 0
+    assert delete() == 0
+    assert listed([]) == []

@@ -13,6 +13,7 @@ from kafka.protocol.admin.groups import ListGroupsRequest
 
 from groupclient.coordinator.group.offsets import OffsetToCommit, commit_offsets
 from groupclient.coordinator.handlers import HANDLERS
+from groupclient.coordinator.share_group.service import ShareGroups
 from groupclient.protocol.apis import API_SPECS, ApiKey
 from groupclient.error_codes import ErrorCode
 
@@ -31,7 +32,10 @@ def _harness() -> Harness:
 
 def _list(h: Harness, version: int, states: list[str] | None = None, types: list[str] | None = None) -> Any:
     request = ListGroupsRequest(version=version, states_filter=states or [], types_filter=types or [])
-    ctx = SimpleNamespace(api_version=version, node=SimpleNamespace(coordinator=h.coordinator))
+    node = SimpleNamespace(coordinator=h.coordinator)
+    shares = ShareGroups(h.config, h.store)  # no share group: tests/integration/test_share_groups_conformance.py
+    ctx = SimpleNamespace(api_version=version, node=node,
+                          core=SimpleNamespace(share_groups=shares, coordinator_node_for=lambda group_id: node))
     response: Any = asyncio.run(HANDLERS[ApiKey.LIST_GROUPS].handle(ctx, request))  # type: ignore[arg-type]
     assert response.version == version and response.error_code == 0
     # the answer must encode at the request's version

@@ -1,4 +1,5 @@
-"""DeleteGroups (42): Empty groups and their committed offsets go, with a tombstone each."""
+"""DeleteGroups (42): Empty groups and their committed offsets go, with a tombstone each; an Empty
+share group goes with what its share-partitions kept."""
 
 from __future__ import annotations
 
@@ -19,9 +20,14 @@ def _response(req: Any, codes: dict[str, ErrorCode]) -> Any:
 
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
-    codes = delete_groups(ctx.node.coordinator, list(req.groups_names))
+    shares = ctx.core.share_groups
+    names = list(req.groups_names)
+    codes = delete_groups(ctx.node.coordinator, [g for g in names if g not in shares.groups])
+    for group_id in (g for g in names if g in shares.groups):
+        # a share group: deleted with its share-partitions' state once it has no member, as Kafka does
+        codes[group_id] = ErrorCode.NON_EMPTY_GROUP if shares.groups[group_id].members else shares.delete(group_id)
     ctx.node.kick_timers()
-    return _response(req, codes)
+    return _response(req, {g: codes[g] for g in names})
 
 
 def error_response(req: Any, error: ErrorCode) -> Any:

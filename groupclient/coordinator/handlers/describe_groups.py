@@ -14,13 +14,13 @@ Described = DescribeGroupsResponse.DescribedGroup
 DescribedMember = Described.DescribedGroupMember
 
 
-def _unknown(group_id: str, error: ErrorCode, version: int, consumer_group: bool = False) -> Any:
+def _unknown(group_id: str, error: ErrorCode, version: int, other_kind: bool = False) -> Any:
     """A group this node cannot describe: Kafka says Dead, and from v6 why (GROUP_ID_NOT_FOUND
-    with its message for a group it does not know or that is a consumer-protocol group, which
-    v0-v5 answer without an error)."""
+    with its message for a group it does not know or that is a consumer-protocol or share group,
+    which v0-v5 answer without an error)."""
     message = None
     if error is ErrorCode.GROUP_ID_NOT_FOUND:
-        why = f"Group {group_id} is not a classic group." if consumer_group else f"Group {group_id} not found."
+        why = f"Group {group_id} is not a classic group." if other_kind else f"Group {group_id} not found."
         error, message = (error, why) if version >= 6 else (ErrorCode.NONE, None)
     return Described(error_code=int(error), group_id=group_id, group_state=GroupState.DEAD.value,
                      protocol_type="", protocol_data="", members=[], authorized_operations=None,
@@ -35,8 +35,8 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         error = coordinator.check_group(group_id) if group_id else ErrorCode.NONE
         group = coordinator.groups.get(group_id) if group_id else None
         if error or group is None:
-            described.append(_unknown(group_id, error or ErrorCode.GROUP_ID_NOT_FOUND, ctx.api_version,
-                                      coordinator.consumer.get(group_id) is not None))
+            other = coordinator.consumer.get(group_id) is not None or group_id in ctx.core.share_groups.groups
+            described.append(_unknown(group_id, error or ErrorCode.GROUP_ID_NOT_FOUND, ctx.api_version, other))
             continue
         stable = group.is_in(GroupState.STABLE)
         members = [

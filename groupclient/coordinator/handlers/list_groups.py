@@ -1,10 +1,11 @@
-"""ListGroups (16): the groups this node coordinates, classic and consumer-protocol, as Kafka 4.1
-lists them.
+"""ListGroups (16): the groups this node coordinates, classic, consumer-protocol and share, as
+Kafka 4.4 lists them.
 
 v4 adds the states filter, v5 the types filter.  Both compare without regard to case; Kafka trims
 the states asked for but not the types (" Stable " matches a Stable group, " classic" matches
 nothing).  A consumer-protocol group is of type and protocol type ``consumer``, in one of its own
-states (Empty, Assigning, Reconciling, Stable).
+states (Empty, Assigning, Reconciling, Stable); a share group of type and protocol type ``share``,
+Empty or Stable.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .context import Handler, RequestContext
 
 GROUP_TYPE = "classic"
 CONSUMER_TYPE = "consumer"  # a consumer-protocol group's type, and its protocol type
+SHARE_TYPE = "share"  # a share group's type, and its protocol type (Empty or Stable)
 
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
@@ -37,6 +39,13 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                                            group_state=g.state, group_type=CONSUMER_TYPE)
             for g in ctx.node.coordinator.consumer.served()
             if not states or g.state.lower() in states
+        ]
+    if not types or SHARE_TYPE in types:
+        listed += [
+            ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=SHARE_TYPE, group_state=g.state,
+                                           group_type=SHARE_TYPE)
+            for g in ctx.core.share_groups.groups.values()
+            if ctx.core.coordinator_node_for(g.group_id) is ctx.node and (not states or g.state.lower() in states)
         ]
     return ListGroupsResponse(version=req.version, throttle_time_ms=0, error_code=0, groups=listed)
 

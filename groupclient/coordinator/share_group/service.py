@@ -71,6 +71,9 @@ class ShareStateStore(Protocol):
                         ranges: list[tuple[int, int, int, int]]) -> None:
         """Keep a share-partition's state."""
 
+    def delete_share_state(self, group_id: str, topic_id: str, partition: int) -> None:
+        """Forget a share-partition's state."""
+
 
 class SessionError(Exception):
     """A share session refused: the request's top-level error."""
@@ -139,6 +142,15 @@ class ShareGroups:
         """Members whose session ended, removed (their records stay locked until the locks run out)."""
         for group in self.groups.values():
             group.expire(now)
+
+    def delete(self, group_id: str) -> ErrorCode:
+        """DeleteGroups of a share group without members: it goes, with its share-partitions."""
+        self.groups.pop(group_id, None)
+        for key in [k for k in self.partitions if k[0] == group_id]:
+            del self.partitions[key]
+        for topic_id, index in [(t, p) for g, t, p in self._store.share_states if g == group_id]:
+            self._store.delete_share_state(group_id, topic_id, index)
+        return ErrorCode.NONE
 
     # -- share sessions ----------------------------------------------------------------------------
     def fetch_session(self, group_id: str, member_id: str, epoch: int, added: list[TopicPartitionId],

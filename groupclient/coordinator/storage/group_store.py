@@ -175,6 +175,11 @@ class GroupStore(Generic[G]):
             self._write({"type": "share_state", "key": [group_id, topic_id, partition], "start": start_offset,
                          "ranges": value[1]})
 
+    def delete_share_state(self, group_id: str, topic_id: str, partition: int) -> None:
+        """A tombstone for a share-partition's state (its group deleted)."""
+        if (group_id, topic_id, partition) in self.share_states:
+            self._write({"type": "share_state_delete", "key": [group_id, topic_id, partition]})
+
     def save_consumer_group(self, group: G, member_ids: Iterable[str] | None = None) -> None:
         """Journal what changed of a consumer group: its own record, and the members named (every
         member when None; one that is gone gets a tombstone).  Without a data dir, nothing."""
@@ -304,6 +309,9 @@ class GroupStore(Generic[G]):
         elif kind == "share_state":
             group_id, topic_id, partition = record["key"]
             self.share_states[(group_id, topic_id, partition)] = (record["start"], record["ranges"])
+        elif kind == "share_state_delete":
+            group_id, topic_id, partition = record["key"]
+            self.share_states.pop((group_id, topic_id, partition), None)
         elif kind == "group_configs":
             if record["configs"]:
                 self.group_configs[record["group_id"]] = dict(record["configs"])
