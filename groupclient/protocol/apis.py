@@ -43,7 +43,7 @@ from .consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroup
 from .consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from .decoding import decode_body, decode_request
 from .share_group import (
-    ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse, ShareGroupDescribeRequest,
+    DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse, ShareGroupDescribeRequest,
     ShareGroupDescribeResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
 )
 
@@ -80,6 +80,7 @@ class ApiKey(enum.IntEnum):
     SHARE_GROUP_DESCRIBE = 77
     SHARE_FETCH = 78
     SHARE_ACKNOWLEDGE = 79
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
 
 
 # The APIs of KIP-848's consumer group protocol: a coordinator configured without the protocol
@@ -198,6 +199,8 @@ API_TABLE: tuple[ApiRow, ...] = (
            client_max=None),
     ApiRow(ApiKey.SHARE_FETCH, ShareFetchRequest, ShareFetchResponse, served=(1, 2), client_max=None),
     ApiRow(ApiKey.SHARE_ACKNOWLEDGE, ShareAcknowledgeRequest, ShareAcknowledgeResponse, served=(1, 2), client_max=None),
+    ApiRow(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
+           served=(0, 1), client_max=None),
 )
 
 # What the embedded coordinator serves, by API key: its request classes read strictly.

@@ -27,7 +27,7 @@ from groupclient.protocol.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, new_member_id,
 )
 from groupclient.protocol.share_group import (
-    ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
+    DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
     ShareGroupDescribeRequest, ShareGroupDescribeResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
 )
 from tests.integration import external
@@ -341,3 +341,37 @@ def test_share_groups_in_the_classic_admin_apis(share: Share) -> None:
     assert share.heartbeat(m, -1).error_code == 0
     assert delete() == 0
     assert listed([]) == []
+
+
+def test_describe_share_group_offsets_gives_start_offsets_and_lag(share: Share) -> None:
+    """Kafka 4.4.0, DescribeShareGroupOffsets v1: acquiring writes nothing (start -1, lag -1); the
+    start offset is the one last written, as it stood before that write's acknowledgement moved it,
+    and the lag counts what is not finished: accepting 0-3 gives start 0 and lag 6, then 4-5 start 4
+    and lag 4, then 7 start 6 and lag 3; no topics asked gives the same; a topic that does not exist,
+    and a group that does not exist, start at -1 with lag -1."""
+    m = member()
+    share.join(m)
+    assert acquired(share.fetch(m, 0)) == [(0, 9, 1)]
+
+    def offsets(group: str, topics: list[str] | None) -> list[tuple[str, bool, int, int, int, int]]:
+        request = DescribeShareGroupOffsetsRequest(version=1, groups=[
+            DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None if topics is None else [
+                DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup.DescribeShareGroupOffsetsRequestTopic(
+                    topic_name=t, partitions=[0]) for t in topics])])
+        wire = coordinator_of(share.bootstrap, group)
+        try:
+            [answer] = wire.call(request, DescribeShareGroupOffsetsResponse).groups
+        finally:
+            wire.close()
+        assert (answer.group_id, answer.error_code) == (group, 0), answer
+        return [(t.topic_name, t.topic_id == share.topic_id, p.partition_index, p.start_offset, p.lag, p.error_code)
+                for t in answer.topics for p in t.partitions]
+
+    assert offsets(share.group, [share.topic]) == [(share.topic, True, 0, -1, -1, 0)]
+    for epoch, (first, last), start, lag in ((1, (0, 3), 0, 6), (2, (4, 5), 4, 4), (3, (7, 7), 6, 3)):
+        assert share.acknowledge(m, epoch, [(first, last, [1])]).error_code == 0
+        here = [(share.topic, True, 0, start, lag, 0)]
+        assert wait_until(lambda: offsets(share.group, [share.topic]) == here, 10), offsets(share.group, [share.topic])
+    assert offsets(share.group, None) == here
+    assert offsets(share.group, ["no-such-topic"]) == [("no-such-topic", False, 0, -1, -1, 0)]
+    assert offsets(unique("none"), [share.topic]) == [(share.topic, True, 0, -1, -1, 0)]

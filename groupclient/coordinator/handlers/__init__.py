@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from ...protocol.apis import ApiKey
 from . import (
-    api_versions, consumer_group_describe, consumer_group_heartbeat, create_partitions, create_topics, delete_topics,
-    describe_configs, delete_groups, describe_groups, fetch, find_coordinator, heartbeat, incremental_alter_configs,
-    init_producer_id, join_group, leave_group, list_groups, list_offsets, metadata, offset_commit,
-    offset_fetch, produce, sasl, share_acknowledge, share_fetch, share_group_describe, share_group_heartbeat,
-    sync_group,
+    api_versions, consumer_group_describe, consumer_group_heartbeat, create_partitions, create_topics, delete_groups,
+    delete_topics, describe_configs, describe_groups, describe_share_group_offsets, fetch, find_coordinator,
+    heartbeat, incremental_alter_configs, init_producer_id, join_group, leave_group, list_groups, list_offsets,
+    metadata, offset_commit, offset_fetch, produce, sasl, share_acknowledge, share_fetch, share_group_describe,
+    share_group_heartbeat, sync_group,
 )
 from .context import Handler, RequestContext
 
@@ -42,6 +42,7 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.SHARE_GROUP_DESCRIBE: share_group_describe.HANDLER,
     ApiKey.SHARE_FETCH: share_fetch.HANDLER,
     ApiKey.SHARE_ACKNOWLEDGE: share_acknowledge.HANDLER,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: describe_share_group_offsets.HANDLER,
 }
 
 __all__ = ["HANDLERS", "Handler", "RequestContext"]

@@ -124,6 +124,9 @@ class SharePartition:
         self.start_offset = start_offset
         self.next_offset = start_offset
         self.window: dict[int, InFlight] = {}  # every offset in [start_offset, next_offset)
+        # the start offset Kafka's share coordinator reports (DescribeShareGroupOffsets): written
+        # with each settling change, as it stood before that change moved it; -1 before the first
+        self.reported_start = -1
 
     # -- reading -----------------------------------------------------------------------------------
     def in_flight(self) -> int:
@@ -182,6 +185,7 @@ class SharePartition:
                 partition.window[offset] = InFlight(RecordState(state), count, unit=(first, last))
             partition.next_offset = max(partition.next_offset, last + 1)
         partition._advance()
+        partition.reported_start = start_offset
         return partition
 
     # -- acquiring ---------------------------------------------------------------------------------
@@ -286,9 +290,11 @@ class SharePartition:
         for offset, (state, _) in changes.items():
             record = self.window[offset]
             if state is None:
-                record.locked_until = now + self.settings.record_lock_duration_ms
+                record.locked_until = now + self.settings.record_lock_duration_ms  # a renewal is not kept
             else:
                 self._settle(record, state)
+        if any(state is not None for state, _ in changes.values()):
+            self._written()
         self._advance()
 
     def _check_found(self, batch: AckBatch) -> None:
@@ -322,6 +328,7 @@ class SharePartition:
         for offset in released:
             self._settle(self.window[offset], RecordState.AVAILABLE)
         if released:
+            self._written()
             self._advance()
         return sorted(released)
 
@@ -331,8 +338,13 @@ class SharePartition:
         released = self.acquired_by(member)
         for offset in released:
             self._settle(self.window[offset], RecordState.AVAILABLE)
+        if released:
+            self._written()
         self._advance()
         return released
+
+    def _written(self) -> None:
+        self.reported_start = self.start_offset
 
     def _advance(self) -> None:
         while self.start_offset < self.next_offset and self.window[self.start_offset].state in FINISHED:

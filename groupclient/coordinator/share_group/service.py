@@ -243,6 +243,11 @@ class ShareGroups:
                                                                        self.partition_settings(group_id))
         return partition
 
+    def partitions_of(self, group_id: str) -> list[TopicPartitionId]:
+        """Every share-partition the group has state for (here, or kept from before a restart)."""
+        kept = {(uuid.UUID(t), p) for g, t, p in self._store.share_states if g == group_id}
+        return sorted(kept | {(t, p) for g, t, p in self.partitions if g == group_id})
+
     def persist(self, group_id: str, topic_id: uuid.UUID, index: int) -> None:
         """Keep what a share-partition has settled (the store writes only a change)."""
         partition = self.partitions.get((group_id, topic_id, index))
