@@ -43,7 +43,8 @@ from .consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroup
 from .consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from .decoding import decode_body, decode_request
 from .share_group import (
-    DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse, ShareGroupDescribeRequest,
+    AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse, DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse, ShareGroupDescribeRequest,
     ShareGroupDescribeResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
 )
 
@@ -81,6 +82,8 @@ class ApiKey(enum.IntEnum):
     SHARE_FETCH = 78
     SHARE_ACKNOWLEDGE = 79
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
 
 # The APIs of KIP-848's consumer group protocol: a coordinator configured without the protocol
@@ -201,6 +204,10 @@ API_TABLE: tuple[ApiRow, ...] = (
     ApiRow(ApiKey.SHARE_ACKNOWLEDGE, ShareAcknowledgeRequest, ShareAcknowledgeResponse, served=(1, 2), client_max=None),
     ApiRow(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
            served=(0, 1), client_max=None),
+    ApiRow(ApiKey.ALTER_SHARE_GROUP_OFFSETS, AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse,
+           served=(0, 0), client_max=None),
+    ApiRow(ApiKey.DELETE_SHARE_GROUP_OFFSETS, DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse,
+           served=(0, 0), client_max=None),
 )
 
 # What the embedded coordinator serves, by API key: its request classes read strictly.

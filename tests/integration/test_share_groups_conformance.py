@@ -27,7 +27,9 @@ from groupclient.protocol.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, new_member_id,
 )
 from groupclient.protocol.share_group import (
-    DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
+    AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse, DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
+    ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
     ShareGroupDescribeRequest, ShareGroupDescribeResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
 )
 from tests.integration import external
@@ -66,6 +68,11 @@ class Share:
     def close(self) -> None:
         self.coordinator.close()
         self.leader.close()
+
+    def reconnect(self) -> None:
+        """A new connection to the leader: the old one's share sessions end."""
+        self.leader.close()
+        self.leader = Coordinator(self.bootstrap, timeout_s=40)
 
     def heartbeat(self, member: str, epoch: int, topics: list[str] | None = None, group: str | None = None,
                   rack: str | None = None) -> Any:
@@ -375,3 +382,67 @@ def test_describe_share_group_offsets_gives_start_offsets_and_lag(share: Share) 
     assert offsets(share.group, None) == here
     assert offsets(share.group, ["no-such-topic"]) == [("no-such-topic", False, 0, -1, -1, 0)]
     assert offsets(unique("none"), [share.topic]) == [(share.topic, True, 0, -1, -1, 0)]
+
+
+def test_alter_and_delete_share_group_offsets_on_an_empty_group_only(share: Share) -> None:
+    """Kafka 4.4.0: AlterShareGroupOffsets and DeleteShareGroupOffsets refuse a group with a member
+    (NON_EMPTY_GROUP "The group is not empty."); once it is empty and its members' connections are
+    gone (Kafka's broker keeps serving a share-partition it cached while one stays open; this
+    coordinator applies the change at once), altering partition 0 to offset 7
+    makes the next member start there (records 7-9), a partition the topic lacks is
+    UNKNOWN_TOPIC_OR_PARTITION; deleting forgets the topic (the next fetch starts from
+    share.auto.offset.reset: earliest, all ten again), a second delete has "There is no offset
+    information to delete.", and a group that does not exist is "Group X not found."."""
+    m = member()
+    share.join(m)
+    assert acquired(share.fetch(m, 0)) == [(0, 9, 1)]
+    alter_topic = AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic
+
+    def alter(group: str, partition: int, offset: int) -> Any:
+        wire = coordinator_of(share.bootstrap, group)
+        try:
+            return wire.call(AlterShareGroupOffsetsRequest(version=0, group_id=group, topics=[alter_topic(
+                topic_name=share.topic, partitions=[alter_topic.AlterShareGroupOffsetsRequestPartition(
+                    partition_index=partition, start_offset=offset)])]), AlterShareGroupOffsetsResponse)
+        finally:
+            wire.close()
+
+    def delete(group: str) -> Any:
+        wire = coordinator_of(share.bootstrap, group)
+        try:
+            return wire.call(DeleteShareGroupOffsetsRequest(version=0, group_id=group, topics=[
+                DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic(topic_name=share.topic)]),
+                DeleteShareGroupOffsetsResponse)
+        finally:
+            wire.close()
+
+    not_empty: tuple[int, str, list[Any]] = (E.NON_EMPTY_GROUP, "The group is not empty.", [])
+    refused = alter(share.group, 0, 7)
+    assert (refused.error_code, refused.error_message, list(refused.responses)) == not_empty
+    refused = delete(share.group)
+    assert (refused.error_code, refused.error_message, list(refused.responses)) == not_empty
+    assert share.heartbeat(m, -1).error_code == 0
+    share.reconnect()  # the member's connection ends too (Kafka's broker then drops what it cached)
+    altered = alter(share.group, 0, 7)
+    assert (altered.error_code, [(t.topic_name, t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions])
+                                 for t in altered.responses]) == (0, [(share.topic, share.topic_id, [(0, 0)])])
+    missing = alter(share.group, 3, 0)
+    assert [(p.partition_index, p.error_code) for t in missing.responses for p in t.partitions] == [
+        (3, E.UNKNOWN_TOPIC_OR_PARTITION)]
+    n = member()
+    share.join(n)
+    assert acquired(share.fetch(n, 0)) == [(7, 9, 1)]
+    assert share.heartbeat(n, -1).error_code == 0
+    share.reconnect()
+    deleted = delete(share.group)
+    assert (deleted.error_code, [(t.topic_name, t.topic_id, t.error_code, t.error_message)
+                                 for t in deleted.responses]) == (0, [(share.topic, share.topic_id, 0, None)])
+    again = delete(share.group)
+    assert [(t.error_code, t.error_message) for t in again.responses] == [
+        (E.UNKNOWN_TOPIC_OR_PARTITION, "There is no offset information to delete.")]
+    ghost = unique("none")
+    gone = delete(ghost)
+    assert (gone.error_code, gone.error_message) == (E.GROUP_ID_NOT_FOUND, f"Group {ghost} not found.")
+    o = member()
+    share.join(o)
+    assert acquired(share.fetch(o, 0)) == [(0, 9, 1)]

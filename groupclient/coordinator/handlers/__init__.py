@@ -8,7 +8,7 @@ from . import (
     delete_topics, describe_configs, describe_groups, describe_share_group_offsets, fetch, find_coordinator,
     heartbeat, incremental_alter_configs, init_producer_id, join_group, leave_group, list_groups, list_offsets,
     metadata, offset_commit, offset_fetch, produce, sasl, share_acknowledge, share_fetch, share_group_describe,
-    share_group_heartbeat, sync_group,
+    share_group_heartbeat, share_group_offsets, sync_group,
 )
 from .context import Handler, RequestContext
 
@@ -43,6 +43,8 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.SHARE_FETCH: share_fetch.HANDLER,
     ApiKey.SHARE_ACKNOWLEDGE: share_acknowledge.HANDLER,
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: describe_share_group_offsets.HANDLER,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: share_group_offsets.ALTER,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: share_group_offsets.DELETE,
 }
 
 __all__ = ["HANDLERS", "Handler", "RequestContext"]

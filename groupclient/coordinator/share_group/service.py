@@ -146,11 +146,21 @@ class ShareGroups:
     def delete(self, group_id: str) -> ErrorCode:
         """DeleteGroups of a share group without members: it goes, with its share-partitions."""
         self.groups.pop(group_id, None)
-        for key in [k for k in self.partitions if k[0] == group_id]:
-            del self.partitions[key]
-        for topic_id, index in [(t, p) for g, t, p in self._store.share_states if g == group_id]:
-            self._store.delete_share_state(group_id, topic_id, index)
+        for topic_id, index in self.partitions_of(group_id):
+            self.forget(group_id, topic_id, index)
         return ErrorCode.NONE
+
+    def forget(self, group_id: str, topic_id: uuid.UUID, index: int) -> None:
+        """A share-partition's state goes (the next fetch starts it from share.auto.offset.reset)."""
+        self.partitions.pop((group_id, topic_id, index), None)
+        self._store.delete_share_state(group_id, str(topic_id), index)
+
+    def start_again(self, group_id: str, topic_id: uuid.UUID, index: int, start_offset: int) -> None:
+        """AlterShareGroupOffsets: the share-partition starts afresh at ``start_offset``."""
+        partition = self.partitions[(group_id, topic_id, index)] = SharePartition(
+            start_offset, self.partition_settings(group_id))
+        partition.reported_start = start_offset
+        self.persist(group_id, topic_id, index)
 
     # -- share sessions ----------------------------------------------------------------------------
     def fetch_session(self, group_id: str, member_id: str, epoch: int, added: list[TopicPartitionId],
