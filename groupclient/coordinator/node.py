@@ -183,10 +183,13 @@ class BrokerNode:
             log.exception("node %d: closing connection from %s after an internal error", self.node_id, peer)
         finally:
             idle.cancel()
-            self.core.share_groups.connection_closed(connection)  # Kafka releases its share sessions
             self._connections.discard(task)
             self._release_connection(client_host)
             writer.close()
+            try:
+                self.core.share_groups.connection_closed(connection)  # Kafka releases its share sessions
+            except Exception:  # a journal that cannot be written: the records wait for their locks
+                log.exception("node %d: releasing the share sessions of a closed connection failed", self.node_id)
 
     async def answer_frame(self, payload: bytes, client_host: str) -> bytes | None:
         """The framed answer to one request frame (None when no answer is due); raises

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from groupclient.coordinator.config import CoordinatorConfig
-from groupclient.coordinator.group_base.configs import GROUP_CONFIGS, GroupConfigError, effective_ms, parse
+from groupclient.coordinator.group_base.configs import GROUP_CONFIGS, GroupConfigError, effective_int, parse
 from tests.unit.group_harness import Harness, group_store
 from tests.unit.test_consumer_groups_service import Node, hb
 
@@ -71,9 +71,9 @@ def test_configs_survive_a_restart_and_a_compaction_of_the_journal(tmp_path: Pat
 
 def test_a_value_set_under_wider_bounds_is_held_to_todays() -> None:
     config = CoordinatorConfig(group_consumer_max_session_timeout_ms=50_000)
-    assert effective_ms({SESSION_KEY: "60000"}, SESSION_KEY, config) == 50_000
-    assert effective_ms({SESSION_KEY: "47000"}, SESSION_KEY, config) == 47_000
-    assert effective_ms({}, SESSION_KEY, config) == 45_000
+    assert effective_int({SESSION_KEY: "60000"}, SESSION_KEY, config) == 50_000
+    assert effective_int({SESSION_KEY: "47000"}, SESSION_KEY, config) == 47_000
+    assert effective_int({}, SESSION_KEY, config) == 45_000
 
 
 @pytest.mark.parametrize("value", ["earliest", "LATEST", "by_duration:P1D", "BY_DURATION:pt0.5s", "by_duration:PT0S",

@@ -34,7 +34,7 @@ def _list(h: Harness, version: int, states: list[str] | None = None, types: list
     request = ListGroupsRequest(version=version, states_filter=states or [], types_filter=types or [])
     node = SimpleNamespace(coordinator=h.coordinator)
     shares = ShareGroups(h.config, h.store)  # no share group: tests/integration/test_share_groups_conformance.py
-    ctx = SimpleNamespace(api_version=version, node=node,
+    ctx = SimpleNamespace(api_version=version, node=node, now=h.now,
                           core=SimpleNamespace(share_groups=shares, coordinator_node_for=lambda group_id: node))
     response: Any = asyncio.run(HANDLERS[ApiKey.LIST_GROUPS].handle(ctx, request))  # type: ignore[arg-type]
     assert response.version == version and response.error_code == 0

@@ -237,3 +237,24 @@ def check(p: SharePartition, now: int) -> None:
         assert held == bool(record.member) == (record.locked_until is not None), (offset, record)
         assert record.deliveries <= p.settings.delivery_count_limit
         assert not held or (record.locked_until or 0) > now, f"offset {offset}'s lock ran out but it is still held"
+
+
+def test_only_records_the_log_read_covers_are_redelivered() -> None:
+    """Two released ranges, but the log read (cut by the request's bytes) reaches only the first:
+    the second waits for a read that covers it, rather than going out without its records."""
+    p = SharePartition(0)
+    fetch(p, "a", log=BATCHES[:2], batch_size=10)
+    ack(p, "a", 0, 19, T.RELEASE)
+    assert fetch(p, "b", log=BATCHES[:1]) == [(0, 9, 2)]
+    assert fetch(p, "c", log=BATCHES[1:2]) == [(10, 19, 2)]
+
+
+def test_offsets_a_log_lacks_are_acquired_with_the_batch_after_them() -> None:
+    """A log with a hole (offsets 5-9 compacted away): the window stays whole, the client
+    acknowledges the missing offsets as gaps, and the start offset moves past all of them."""
+    p = SharePartition(0)
+    assert fetch(p, "a", log=[(0, 4), (10, 14)], batch_size=5) == [(0, 4, 1), (5, 14, 1)]
+    ack(p, "a", 0, 4, T.ACCEPT)
+    ack(p, "a", 5, 9, T.GAP)
+    ack(p, "a", 10, 14, T.ACCEPT)
+    assert (p.start_offset, p.window) == (15, {})

@@ -120,3 +120,15 @@ def test_what_a_share_partition_settled_survives_a_restart_and_a_compaction(tmp_
     assert restored.acquire("n", [(0, 9), (10, 19)], 30, 30, ShareAcquireMode.BATCH_OPTIMIZED, 0) == [
         Acquired(1, 1, 2), Acquired(3, 3, 3), Acquired(4, 9, 2), Acquired(10, 19, 1)]
     assert all(again.known_partition("g", T, other).start_offset == 3 for other in range(1, 40))  # type: ignore[union-attr]
+
+
+def test_a_share_group_exists_after_a_restart_empty_until_deleted(tmp_path: Path) -> None:
+    store = group_store(tmp_path)
+    s = ShareGroups(CoordinatorConfig(), store)
+    s.heartbeat("kept", "m", 0, None, ["t"], "c", "/h", 0, {"t": 1})
+    s.heartbeat("gone", "m", 0, None, ["t"], "c", "/h", 0, {"t": 1})
+    s.heartbeat("gone", "m", -1, None, None, "c", "/h", 0, {"t": 1})
+    s.delete("gone")
+    store.close()
+    again = ShareGroups(CoordinatorConfig(), group_store(tmp_path))
+    assert {g: again.groups[g].state for g in again.groups} == {"kept": "Empty"}

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from ...error_codes import ErrorCode
 from ..config import CoordinatorConfig
 from ..group_base.classic_api import JoinRequest, JoinResult, LeavingMember, SyncRequest, SyncResult
-from ..group_base.configs import effective_ms
+from ..group_base.configs import effective_int
 from ..group_base.rebalance import CONSUMER, RebalanceCause, RebalanceHook
 from ..group_base.timers import TimerQueue
 from . import classic_members
@@ -116,9 +116,9 @@ class ConsumerGroups:
         if not own:
             return self.settings
         return replace(self.settings,
-                       heartbeat_interval_ms=effective_ms(own, "consumer.heartbeat.interval.ms", self.config),
-                       session_timeout_ms=effective_ms(own, "consumer.session.timeout.ms", self.config),
-                       assignment_interval_ms=effective_ms(own, "consumer.assignment.interval.ms", self.config))
+                       heartbeat_interval_ms=effective_int(own, "consumer.heartbeat.interval.ms", self.config),
+                       session_timeout_ms=effective_int(own, "consumer.session.timeout.ms", self.config),
+                       assignment_interval_ms=effective_int(own, "consumer.assignment.interval.ms", self.config))
 
     def reconfigure(self, group_id: str) -> None:
         """A group's own configs changed: its members are held to them from their next heartbeat,

@@ -277,9 +277,9 @@ def _check_bounds(name: str, value: int, low: int | None, high: int | None) -> N
         raise _invalid(f"{name} must be greater than or equal to {low}")
 
 
-def effective_ms(configs: Mapping[str, str], name: str, config: CoordinatorConfig) -> int:
-    """What a group is held to for one of its consumer.* configs: its own value clamped to the
-    broker's bounds now, or the broker's value when it sets none."""
+def effective_int(configs: Mapping[str, str], name: str, config: CoordinatorConfig) -> int:
+    """What a group is held to for one of its integer configs (a time, a count): its own value
+    clamped to the broker's bounds now, or the broker's value when it sets none."""
     raw = configs.get(name)
     if raw is None:
         return _broker_int(name, config)

@@ -21,11 +21,15 @@ def _response(req: Any, codes: dict[str, ErrorCode]) -> Any:
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
     shares = ctx.core.share_groups
+    shares.expire(ctx.now)  # members whose session ended are gone
     names = list(req.groups_names)
     codes = delete_groups(ctx.node.coordinator, [g for g in names if g not in shares.groups])
     for group_id in (g for g in names if g in shares.groups):
         # a share group: deleted with its share-partitions' state once it has no member, as Kafka does
-        codes[group_id] = ErrorCode.NON_EMPTY_GROUP if shares.groups[group_id].members else shares.delete(group_id)
+        if ctx.core.coordinator_node_for(group_id) is not ctx.node:
+            codes[group_id] = ErrorCode.NOT_COORDINATOR
+        else:
+            codes[group_id] = ErrorCode.NON_EMPTY_GROUP if shares.groups[group_id].members else shares.delete(group_id)
     ctx.node.kick_timers()
     return _response(req, {g: codes[g] for g in names})
 

@@ -41,6 +41,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             if not states or g.state.lower() in states
         ]
     if not types or SHARE_TYPE in types:
+        ctx.core.share_groups.expire(ctx.now)  # members whose session ended are gone
         listed += [
             ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=SHARE_TYPE, group_state=g.state,
                                            group_type=SHARE_TYPE)

@@ -10,10 +10,10 @@ from typing import Any
 
 from ...error_codes import ErrorCode
 from ...protocol.share_group import ShareAcknowledgeResponse
-from ..share_group.service import FINAL_EPOCH, SessionError
+from ...protocol.share_group import CLOSE_SESSION_EPOCH
+from ..share_group.service import SessionError
 from .context import Handler, RequestContext
-from .share_acks import Outcome, acknowledge
-from .share_group_heartbeat import MAX_MEMBER_ID
+from .share_acks import Outcome, acknowledge, valid_member
 
 Topic = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
 NO_LEADER = Topic.PartitionData.LeaderIdAndEpoch(leader_id=0, leader_epoch=0)
@@ -35,7 +35,7 @@ def error_response(req: Any, error: ErrorCode) -> Any:
 
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
-    if req.group_id is None or not req.member_id or len(req.member_id) > MAX_MEMBER_ID:
+    if not valid_member(req):
         return error_response(req, ErrorCode.INVALID_REQUEST)
     shares = ctx.core.share_groups
     try:
@@ -45,7 +45,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     shares.used_on(req.group_id, req.member_id, ctx.connection)
     renewing = req.version >= 2 and bool(req.is_renew_ack)
     outcomes = acknowledge(ctx, req.group_id, req.member_id, req.topics, req.version, renewing)
-    if req.share_session_epoch == FINAL_EPOCH:
+    if req.share_session_epoch == CLOSE_SESSION_EPOCH:
         shares.close_session(req.group_id, req.member_id)
     return _response(req, ErrorCode.NONE, outcomes, shares.partition_settings(req.group_id).record_lock_duration_ms)
 

@@ -20,6 +20,13 @@ from .context import RequestContext
 
 Outcome = tuple[ErrorCode, str | None]
 NOT_HOSTED = "This server does not host this topic-partition."
+MAX_MEMBER_ID = 36  # Kafka's KafkaApis.isMemberIdValid
+
+
+def valid_member(req: Any) -> bool:
+    """Kafka's broker checks of a share request's ids (INVALID_REQUEST, no message, otherwise): a
+    group id, and a member id of 1 to 36 characters."""
+    return req.group_id is not None and bool(req.member_id) and len(req.member_id) <= MAX_MEMBER_ID
 
 
 def check_batches(batches: list[Any], version: int, renewing: bool) -> list[AckBatch] | None:

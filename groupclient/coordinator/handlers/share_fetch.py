@@ -20,13 +20,12 @@ import uuid
 from typing import Any
 
 from ...error_codes import ErrorCode
-from ...protocol.share_group import ShareAcquireMode, ShareFetchResponse
+from ...protocol.share_group import CLOSE_SESSION_EPOCH, OPEN_SESSION_EPOCH, ShareAcquireMode, ShareFetchResponse
 from ..share_group.partition import Acquired
-from ..share_group.service import FINAL_EPOCH, INITIAL_EPOCH, SessionError, ShareSession, reset_duration_ms
+from ..share_group.service import SessionError, ShareSession, reset_duration_ms
 from ..storage.topic_log import PartitionLog
 from .context import Handler, RequestContext
-from .share_acks import Outcome, acknowledge
-from .share_group_heartbeat import MAX_MEMBER_ID
+from .share_acks import Outcome, acknowledge, valid_member
 
 Topic = ShareFetchResponse.ShareFetchableTopicResponse
 Partition = Topic.PartitionData
@@ -69,12 +68,12 @@ def _requested(req: Any) -> list[Key]:
 
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
-    if req.group_id is None or not req.member_id or len(req.member_id) > MAX_MEMBER_ID:
+    if not valid_member(req):
         return error_response(req, ErrorCode.INVALID_REQUEST)
     renewing = req.version >= 2 and bool(req.is_renew_ack)
     asks = (req.max_bytes, req.min_bytes, req.max_records, req.max_wait_ms)
     acks = any(p.acknowledgement_batches for t in req.topics for p in t.partitions)
-    if (renewing and any(asks)) or (acks and req.share_session_epoch == INITIAL_EPOCH):
+    if (renewing and any(asks)) or (acks and req.share_session_epoch == OPEN_SESSION_EPOCH):
         return error_response(req, ErrorCode.INVALID_REQUEST)
     shares = ctx.core.share_groups
     forgotten = [(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions]
@@ -88,7 +87,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     parts: dict[Key, _Fetched] = {}
     for key, outcome in acknowledge(ctx, req.group_id, req.member_id, req.topics, req.version, renewing).items():
         parts.setdefault(key, _Fetched()).acked = outcome
-    if req.share_session_epoch == FINAL_EPOCH:
+    if req.share_session_epoch == CLOSE_SESSION_EPOCH:
         shares.close_session(req.group_id, req.member_id)
         return _response(req, ErrorCode.NONE, parts, lock_ms)
     if renewing:
@@ -97,17 +96,18 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     while True:
         got = _fetch(ctx, req, session)
         waiting = [k for k in session.partitions if k not in got or not got[k].acquired]
-        if any(part.acquired for part in got.values()) or ctx.now >= deadline or not waiting:
+        done = any(part.acquired or part.error[0] for part in got.values())  # Kafka answers an error at once
+        if done or ctx.now >= deadline or not waiting or req.max_records <= 0:
             break
         names = [(ctx.core.topics.name_of(t), p) for t, p in waiting]
         # records come from the log, or back from a holder whose lock runs out
         locks = [p.next_lock_deadline() for p in (shares.known_partition(req.group_id, *k) for k in waiting) if p]
-        wake = min([deadline, *(d for d in locks if d is not None)])
+        wake = min([deadline, *(d for d in locks if d is not None and d > ctx.now)])
         await ctx.core.wait_for_append([(n, p) for n, p in names if n is not None], max(wake - ctx.now, 0))
         if ctx.now >= deadline:
             got = _fetch(ctx, req, session)
             break
-    first = req.share_session_epoch == INITIAL_EPOCH
+    first = req.share_session_epoch == OPEN_SESSION_EPOCH
     for key, part in got.items():
         if first or part.acquired or part.error[0] or key in session.fresh:
             fetched = parts.setdefault(key, _Fetched())
@@ -120,7 +120,9 @@ def _fetch(ctx: RequestContext, req: Any, session: ShareSession) -> dict[Key, _F
     """Acquire from every partition of the session, in its order, sharing the request's budget."""
     budget = req.max_records if req.version >= 1 else 500
     per_partition_bytes = max(1, req.max_bytes // max(1, len(session.partitions)))
-    mode = ShareAcquireMode(req.share_acquire_mode) if req.version >= 2 else ShareAcquireMode.BATCH_OPTIMIZED
+    # an acquire mode Kafka 4.4 does not know is taken as batch_optimized, as it takes it
+    mode = ShareAcquireMode.RECORD_LIMIT if req.version >= 2 and req.share_acquire_mode == ShareAcquireMode.RECORD_LIMIT \
+        else ShareAcquireMode.BATCH_OPTIMIZED
     out: dict[Key, _Fetched] = {}
     for key in session.partitions:
         part = out[key] = _Fetched()

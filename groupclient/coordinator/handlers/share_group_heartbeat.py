@@ -5,15 +5,17 @@ other members when members outnumber partitions).  The share groups are the clus
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from ...error_codes import ErrorCode
 from ...protocol.share_group import ShareGroupHeartbeatResponse
 from ..share_group.group import ShareAnswer, ShareHeartbeatError
 from .context import Handler, RequestContext
+from .share_acks import valid_member
 
 Assignment = ShareGroupHeartbeatResponse.Assignment
-MAX_MEMBER_ID = 36  # Kafka's KafkaApis.isMemberIdValid
+NO_TOPIC = uuid.UUID(int=0)
 
 
 def _answer(req: Any, answer: ShareAnswer, ids: dict[str, Any]) -> Any:
@@ -21,7 +23,8 @@ def _answer(req: Any, answer: ShareAnswer, ids: dict[str, Any]) -> Any:
     if answer.assignment is not None:
         assignment = Assignment(topic_partitions=[
             Assignment.TopicPartitions(topic_id=ids[topic], partitions=partitions)
-            for topic, partitions in sorted(answer.assignment.items(), key=lambda item: ids[item[0]])])
+            for topic, partitions in sorted(answer.assignment.items(), key=lambda item: ids.get(item[0], NO_TOPIC))
+            if topic in ids])  # a topic deleted since the last target is gone from the answer
     return ShareGroupHeartbeatResponse(
         version=req.version, throttle_time_ms=0, error_code=0, error_message=None, member_id=answer.member_id,
         member_epoch=answer.member_epoch, heartbeat_interval_ms=answer.heartbeat_interval_ms, assignment=assignment)
@@ -34,7 +37,7 @@ def _error(req: Any, error: ErrorCode, message: str | None) -> Any:
 
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
-    if not req.member_id or len(req.member_id) > MAX_MEMBER_ID:
+    if not valid_member(req):
         return _error(req, ErrorCode.INVALID_REQUEST, None)  # Kafka's broker: the code alone
     if ctx.core.coordinator_node_for(req.group_id) is not ctx.node:
         return _error(req, ErrorCode.NOT_COORDINATOR, None)

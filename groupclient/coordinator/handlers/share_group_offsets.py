@@ -19,7 +19,6 @@ from typing import Any
 
 from ...error_codes import ErrorCode
 from ...protocol.share_group import AlterShareGroupOffsetsResponse, DeleteShareGroupOffsetsResponse
-from ..share_group.group import ShareGroup
 from .context import Handler, RequestContext
 from .share_acks import NOT_HOSTED
 
@@ -55,7 +54,8 @@ async def handle_alter(ctx: RequestContext, req: Any) -> Any:
         return AlterShareGroupOffsetsResponse(version=req.version, throttle_time_ms=0, error_code=int(refused[0]),
                                               error_message=refused[1], responses=[])
     shares = ctx.core.share_groups
-    shares.groups.setdefault(req.group_id, ShareGroup(req.group_id, shares.group_settings(req.group_id)))
+    if req.group_id not in shares.groups:
+        shares.create(req.group_id)
     ids = ctx.core.topics.ids_and_counts()
     topics = []
     for topic in req.topics:

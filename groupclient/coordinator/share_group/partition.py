@@ -199,14 +199,18 @@ class SharePartition:
         if max_records <= 0:
             return []
         taken: list[tuple[int, int]] = []  # (offset, deliveries) in offset order
-        stopped = self._redeliver(member, max_records, now, taken)
+        # only what the log read covers: a record handed out without its bytes would be lost (a
+        # client takes acquired offsets it has no record for as gaps)
+        readable = log_batches[-1][1] if log_batches else self.start_offset - 1
+        stopped = self._redeliver(member, max_records, readable, now, taken)
         room = min(max_records - len(taken), self.settings.max_record_locks - self.in_flight())
         if room > 0 and not stopped:
             self._acquire_new(member, log_batches, room, batch_size, mode, now, taken)
         return _ranges(taken, self.window)
 
-    def _redeliver(self, member: str, budget: int, now: int, taken: list[tuple[int, int]]) -> bool:
-        """Acquire AVAILABLE offsets of the window, lowest first, within ``budget``.  As Kafka
+    def _redeliver(self, member: str, budget: int, readable: int, now: int, taken: list[tuple[int, int]]) -> bool:
+        """Acquire AVAILABLE offsets of the window up to ``readable``, lowest first, within
+        ``budget``.  As Kafka
         throttles redelivery: a record delivered at least half its limit comes only first in a
         fetch, with fewer of its range each time; a last delivery comes alone.  Whether this fetch
         stops here (no new records after)."""
@@ -214,7 +218,7 @@ class SharePartition:
         throttle = max(2, math.ceil(limit / 2))
         cap: int | None = None
         for offset in sorted(o for o, r in self.window.items() if r.state is RecordState.AVAILABLE):
-            if len(taken) >= budget or (cap is not None and len(taken) >= cap):
+            if offset > readable or len(taken) >= budget or (cap is not None and len(taken) >= cap):
                 break
             record = self.window[offset]
             if record.deliveries >= throttle and cap is None:
@@ -238,7 +242,9 @@ class SharePartition:
         for base, end in log_batches:
             if end < first:
                 continue
-            base = max(base, first)
+            # contiguous from ``first``: offsets a log lacks (compacted away) are acquired with the
+            # batch after them, as Kafka's whole batches do, and the client acknowledges them as gaps
+            base = units[-1][1] + 1 if units else first
             held = (units[-1][1] - first + 1) if units else 0
             if held >= room:
                 break
@@ -352,8 +358,8 @@ class SharePartition:
             self.start_offset += 1
 
     def move_start(self, log_start: int) -> None:
-        """The log's start moved past the start offset (retention, deletion): what is below is gone,
-        held or not (a holder's acknowledgement of it is then taken silently, as of any offset
+        """The log's start moved past the start offset (records deleted from its head): what is
+        below is gone, held or not (a holder's acknowledgement of it is then taken silently, as of any offset
         behind the start offset)."""
         if log_start <= self.start_offset:
             return

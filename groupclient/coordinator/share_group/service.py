@@ -18,7 +18,8 @@ A share-partition starts, the first time a group fetches it, at the offset the g
 ``share.auto.offset.reset`` gives (latest: the end of the log; earliest; by_duration).  What it
 has finished, released or archived is kept in the cluster's group store after every change
 (:meth:`SharePartition.persisted`: acquisitions are not), so a restart with a data dir, or another
-node taking over, goes on from there; sessions and memberships start again.
+node taking over, goes on from there; so does each share group, Empty (sessions and memberships
+start again).
 """
 
 from __future__ import annotations
@@ -30,13 +31,13 @@ from typing import Protocol
 
 from ...error_codes import ErrorCode
 from ..config import CoordinatorConfig
-from ..group_base.configs import broker_value, duration_ns, effective_ms
+from ...protocol.share_group import CLOSE_SESSION_EPOCH, OPEN_SESSION_EPOCH
+from ..group_base.configs import broker_value, duration_ns, effective_int
 from .group import ShareAnswer, ShareGroup, ShareGroupSettings, ShareHeartbeatError, validate
 from .partition import SharePartition, ShareSettings
 
 TopicPartitionId = tuple[uuid.UUID, int]
 SessionKey = tuple[str, str]  # (group, member)
-INITIAL_EPOCH, FINAL_EPOCH = 0, -1
 
 
 @dataclass
@@ -66,6 +67,13 @@ class ShareStateStore(Protocol):
 
     group_configs: dict[str, dict[str, str]]
     share_states: dict[tuple[str, str, int], tuple[int, list[list[int]]]]
+    share_groups: set[str]
+
+    def put_share_group(self, group_id: str) -> None:
+        """A share group exists."""
+
+    def delete_share_group(self, group_id: str) -> None:
+        """A share group is gone."""
 
     def put_share_state(self, group_id: str, topic_id: str, partition: int, start_offset: int,
                         ranges: list[tuple[int, int, int, int]]) -> None:
@@ -85,7 +93,7 @@ class SessionError(Exception):
 
 def next_epoch(epoch: int) -> int:
     """Kafka's ``ShareRequestMetadata.nextEpoch``."""
-    return FINAL_EPOCH if epoch < 0 else 1 if epoch == 2**31 - 1 else epoch + 1
+    return CLOSE_SESSION_EPOCH if epoch < 0 else 1 if epoch == 2**31 - 1 else epoch + 1
 
 
 class ShareGroups:
@@ -101,10 +109,12 @@ class ShareGroups:
         self.sessions: dict[SessionKey, ShareSession] = {}
         self._connections: dict[object, set[SessionKey]] = {}  # the sessions last used on each connection
         self._connection_of: dict[SessionKey, object] = {}
+        for group_id in sorted(store.share_groups):  # kept from before a restart: Empty until members come
+            self.groups[group_id] = ShareGroup(group_id, self.group_settings(group_id))
 
     # -- settings ----------------------------------------------------------------------------------
     def _int(self, group_id: str, name: str) -> int:
-        return effective_ms(self._configs.get(group_id, {}), name, self.config)
+        return effective_int(self._configs.get(group_id, {}), name, self.config)
 
     def group_settings(self, group_id: str) -> ShareGroupSettings:
         """What a share group's membership is held to (its share.* configs, else Kafka's)."""
@@ -133,7 +143,7 @@ class ShareGroups:
                 raise ShareHeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
             if member_epoch != 0:
                 raise ShareHeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
-            group = self.groups[group_id] = ShareGroup(group_id, self.group_settings(group_id))
+            group = self.create(group_id)
         group.settings = self.group_settings(group_id)
         group.expire(now)
         return group.heartbeat(member_id, member_epoch, rack_id, topics, client_id, client_host, now, partitions)
@@ -143,9 +153,16 @@ class ShareGroups:
         for group in self.groups.values():
             group.expire(now)
 
+    def create(self, group_id: str) -> ShareGroup:
+        """A new, empty share group (kept: it exists after a restart)."""
+        group = self.groups[group_id] = ShareGroup(group_id, self.group_settings(group_id))
+        self._store.put_share_group(group_id)
+        return group
+
     def delete(self, group_id: str) -> ErrorCode:
         """DeleteGroups of a share group without members: it goes, with its share-partitions."""
         self.groups.pop(group_id, None)
+        self._store.delete_share_group(group_id)
         for topic_id, index in self.partitions_of(group_id):
             self.forget(group_id, topic_id, index)
         return ErrorCode.NONE
@@ -168,14 +185,14 @@ class ShareGroups:
         """The session a ShareFetch goes on (opened at epoch 0, moved on otherwise); the final one
         is returned as it is, for :meth:`close_session` after its acknowledgements."""
         key = (group_id, member_id)
-        if epoch == INITIAL_EPOCH:
+        if epoch == OPEN_SESSION_EPOCH:
             opened = self.sessions[key] = ShareSession(1)
             opened.add(added)
             return opened
         session = self.sessions.get(key)
         if session is None:
             raise SessionError(ErrorCode.SHARE_SESSION_NOT_FOUND)
-        if epoch == FINAL_EPOCH:
+        if epoch == CLOSE_SESSION_EPOCH:
             return session
         if epoch != session.epoch:
             raise SessionError(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
@@ -186,12 +203,12 @@ class ShareGroups:
 
     def acknowledge_session(self, group_id: str, member_id: str, epoch: int) -> ShareSession:
         """The session a ShareAcknowledge goes on (moved on, unless it is the final one)."""
-        if epoch == INITIAL_EPOCH:
+        if epoch == OPEN_SESSION_EPOCH:
             raise SessionError(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
         session = self.sessions.get((group_id, member_id))
         if session is None:
             raise SessionError(ErrorCode.SHARE_SESSION_NOT_FOUND)
-        if epoch != FINAL_EPOCH:
+        if epoch != CLOSE_SESSION_EPOCH:
             if epoch != session.epoch:
                 raise SessionError(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
             session.epoch = next_epoch(epoch)
@@ -251,6 +268,8 @@ class ShareGroups:
         if partition is None and kept is not None:
             partition = self.partitions[key] = SharePartition.restored(kept[0], kept[1],
                                                                        self.partition_settings(group_id))
+        if partition is not None:
+            partition.settings = self.partition_settings(group_id)  # as the group's configs are now
         return partition
 
     def partitions_of(self, group_id: str) -> list[TopicPartitionId]:

@@ -128,6 +128,7 @@ class GroupStore(Generic[G]):
         # each share group's share-partitions as last kept, by (group, topic id, partition): the
         # start offset and the window's ranges of (first, last, state, deliveries)
         self.share_states: dict[tuple[str, str, int], tuple[int, list[list[int]]]] = {}
+        self.share_groups: set[str] = set()  # the share groups that exist (their members are not kept)
         self._codec = consumer_records
         self._consumer_records: dict[str, tuple[Record, dict[str, Record]]] = {}
         self._compaction_min_bytes = compaction_min_bytes
@@ -174,6 +175,16 @@ class GroupStore(Generic[G]):
         if self.share_states.get((group_id, topic_id, partition)) != value:
             self._write({"type": "share_state", "key": [group_id, topic_id, partition], "start": start_offset,
                          "ranges": value[1]})
+
+    def put_share_group(self, group_id: str) -> None:
+        """A share group exists."""
+        if group_id not in self.share_groups:
+            self._write({"type": "share_group", "group_id": group_id})
+
+    def delete_share_group(self, group_id: str) -> None:
+        """A share group is gone (DeleteGroups)."""
+        if group_id in self.share_groups:
+            self._write({"type": "share_group_delete", "group_id": group_id})
 
     def delete_share_state(self, group_id: str, topic_id: str, partition: int) -> None:
         """A tombstone for a share-partition's state (its group deleted)."""
@@ -249,6 +260,8 @@ class GroupStore(Generic[G]):
                 yield {"type": "consumer_member", "group_id": group_id, "value": member}
         for group_id, configs in self.group_configs.items():
             yield {"type": "group_configs", "group_id": group_id, "configs": configs}
+        for group_id in sorted(self.share_groups):
+            yield {"type": "share_group", "group_id": group_id}
         for key, (start, ranges) in self.share_states.items():
             yield {"type": "share_state", "key": list(key), "start": start, "ranges": ranges}
         for group_id, table in self.offsets.items():
@@ -309,6 +322,10 @@ class GroupStore(Generic[G]):
         elif kind == "share_state":
             group_id, topic_id, partition = record["key"]
             self.share_states[(group_id, topic_id, partition)] = (record["start"], record["ranges"])
+        elif kind == "share_group":
+            self.share_groups.add(record["group_id"])
+        elif kind == "share_group_delete":
+            self.share_groups.discard(record["group_id"])
         elif kind == "share_state_delete":
             group_id, topic_id, partition = record["key"]
             self.share_states.pop((group_id, topic_id, partition), None)
