@@ -12,6 +12,7 @@ import pytest
 
 from groupclient.coordinator.config import CoordinatorConfig
 from groupclient.protocol.share_group import ShareAcquireMode
+from groupclient.coordinator.share_group.group import ShareHeartbeatError
 from groupclient.coordinator.share_group.partition import AckBatch, Acquired
 from groupclient.coordinator.share_group.service import SessionError, ShareGroups, next_epoch, reset_duration_ms
 from groupclient.coordinator.storage.journal import Journal
@@ -80,10 +81,10 @@ def test_a_groups_share_configs_reach_its_membership_and_its_partitions() -> Non
 
 def test_a_heartbeat_for_a_group_that_does_not_exist_is_refused_with_kafkas_messages() -> None:
     s = groups()
-    with pytest.raises(Exception, match="Share group g not found."):
-        s.heartbeat("g", "m", 3, None, None, "c", "/h", 0, {})
-    with pytest.raises(Exception, match="Group g not found."):
-        s.heartbeat("g", "m", -1, None, None, "c", "/h", 0, {})
+    for epoch, message in ((3, "Share group g not found."), (-1, "Group g not found.")):
+        with pytest.raises(ShareHeartbeatError) as error:
+            s.heartbeat("g", "m", epoch, None, None, "c", "/h", 0, {})
+        assert (error.value.error, error.value.message) == (E.GROUP_ID_NOT_FOUND, message)
 
 
 def test_by_duration_resets_reach_back_that_far() -> None:
