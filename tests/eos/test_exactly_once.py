@@ -149,18 +149,31 @@ class InputWriter:
                     producer.close(timeout=0)
                 except Exception:  # kafka-python's close(timeout=0) raises when it cannot flush
                     pass
-                try:
-                    producer = self._producer()
-                except Exception as exc:  # what it wrote is still read back (stable_ends)
-                    self.gave_up = f"no new producer after a failed transaction: {exc!r}"
+                replaced = self._replacement()
+                if replaced is None:
                     return
+                producer = replaced
         producer.close(timeout=10)
+
+    def _replacement(self) -> KafkaProducer | None:
+        """A new producer after a failed transaction, tried up to four times: its
+        init_transactions() waits (30 s each, max_block_ms) while the transaction coordinator, on a
+        node just restarted, ends its predecessor's transaction, which may take longer than one try.
+        None when stopped meanwhile or still refused (``gave_up`` says why)."""
+        for attempt in range(4):
+            try:
+                return self._producer()
+            except Exception as exc:  # what it wrote is still read back (stable_ends)
+                if self._stop.is_set() or attempt == 3:
+                    self.gave_up = f"no new producer after a failed transaction, {attempt + 1} tries: {exc!r}"
+                    return None
+        return None
 
     def stop(self, check: bool = True) -> None:
         """Stop writing; with ``check``, fail if the writer's thread is still running."""
         self._stop.set()
-        # a bounded end (10 s), a replacement's construction and init_transactions() (30 s), the
-        # sends' max_block_ms (30 s), close (10 s)
+        # a bounded end (10 s), a replacement's construction and init_transactions() (30 s, one try
+        # once stopped), the sends' max_block_ms (30 s), close (10 s)
         self._thread.join(90)
         if check:
             assert not self._thread.is_alive(), "the input writer did not stop within 90 s"
@@ -271,6 +284,8 @@ def test_every_input_is_written_exactly_once_through_worker_and_broker_kills(
         for fault in schedule:
             fault()
             time.sleep(rng.uniform(0.5, 2))
+        # enough input to mean something, however slowly this machine wrote it during the faults
+        wait_for(lambda: writer.transactions >= 40 or writer.gave_up is not None, 180, "40 input transactions")
         writer.stop()
         stable_ends(kafka_cluster, names["input"])
         # done when the output holds every committed input: the group's offsets may stay short of
