@@ -97,11 +97,13 @@ class Share:
         return int(epoch[0])
 
     def fetch(self, member: str, session_epoch: int, acks: list[tuple[int, int, list[int]]] | None = None,
-              topic_id: uuid.UUID | None = None, max_records: int = 500, wait_ms: int = 2000) -> Any:
+              topic_id: uuid.UUID | None = None, max_records: int = 500, wait_ms: int = 2000,
+              wire: Coordinator | None = None) -> Any:
+        """A ShareFetch v2 of the topic's partition (on ``wire``, else the leader connection)."""
         partition = Fetch.FetchPartition(partition_index=0, acknowledgement_batches=[
             Fetch.FetchPartition.AcknowledgementBatch(first_offset=f, last_offset=last, acknowledge_types=types)
             for f, last, types in acks or []])
-        return self.leader.call(ShareFetchRequest(
+        return (wire or self.leader).call(ShareFetchRequest(
             version=2, group_id=self.group, member_id=member, share_session_epoch=session_epoch, max_wait_ms=wait_ms,
             min_bytes=1, max_bytes=1 << 20, max_records=max_records, batch_size=500, share_acquire_mode=0,
             is_renew_ack=False, topics=[Fetch(topic_id=topic_id or self.topic_id, partitions=[partition])],
@@ -287,12 +289,7 @@ def test_a_closed_connection_releases_its_share_sessions_records(share: Share) -
     share.join(a)
     share.join(b)
     gone = Coordinator(share.bootstrap)
-    answer = gone.call(ShareFetchRequest(
-        version=2, group_id=share.group, member_id=a, share_session_epoch=0, max_wait_ms=2000, min_bytes=1,
-        max_bytes=1 << 20, max_records=500, batch_size=500, share_acquire_mode=0, is_renew_ack=False,
-        topics=[Fetch(topic_id=share.topic_id, partitions=[Fetch.FetchPartition(partition_index=0,
-                                                                                acknowledgement_batches=[])])],
-        forgotten_topics_data=[]), ShareFetchResponse)
+    answer = share.fetch(a, 0, wire=gone)
     assert acquired(answer) == [(0, 9, 1)]
     gone.close()
     got: list[tuple[int, int, int]] = []

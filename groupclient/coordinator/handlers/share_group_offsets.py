@@ -51,8 +51,7 @@ def _refusal(ctx: RequestContext, group_id: str, must_exist: bool) -> tuple[Erro
 async def handle_alter(ctx: RequestContext, req: Any) -> Any:
     refused = _refusal(ctx, req.group_id, must_exist=False)
     if refused is not None:
-        return AlterShareGroupOffsetsResponse(version=req.version, throttle_time_ms=0, error_code=int(refused[0]),
-                                              error_message=refused[1], responses=[])
+        return alter_error(req, *refused)
     shares = ctx.core.share_groups
     if req.group_id not in shares.groups:
         shares.create(req.group_id)
@@ -73,16 +72,15 @@ async def handle_alter(ctx: RequestContext, req: Any) -> Any:
                                           responses=topics)
 
 
-def alter_error(req: Any, error: ErrorCode) -> Any:
+def alter_error(req: Any, error: ErrorCode, message: str | None = None) -> Any:
     return AlterShareGroupOffsetsResponse(version=req.version, throttle_time_ms=0, error_code=int(error),
-                                          error_message=None, responses=[])
+                                          error_message=message, responses=[])
 
 
 async def handle_delete(ctx: RequestContext, req: Any) -> Any:
     refused = _refusal(ctx, req.group_id, must_exist=True)
     if refused is not None:
-        return DeleteShareGroupOffsetsResponse(version=req.version, throttle_time_ms=0, error_code=int(refused[0]),
-                                               error_message=refused[1], responses=[])
+        return delete_error(req, *refused)
     shares = ctx.core.share_groups
     ids = ctx.core.topics.ids_and_counts()
     topics = []
@@ -102,9 +100,9 @@ async def handle_delete(ctx: RequestContext, req: Any) -> Any:
                                            responses=topics)
 
 
-def delete_error(req: Any, error: ErrorCode) -> Any:
+def delete_error(req: Any, error: ErrorCode, message: str | None = None) -> Any:
     return DeleteShareGroupOffsetsResponse(version=req.version, throttle_time_ms=0, error_code=int(error),
-                                           error_message=None, responses=[])
+                                           error_message=message, responses=[])
 
 
 ALTER = Handler(handle_alter, alter_error)
