@@ -10,20 +10,25 @@ from .consumer.settings import ConsumerSettings
 from .consumer.interceptors import ConsumerInterceptor
 from .consumer.listener import ConsumerRebalanceListener, RebalanceListener
 from .consumer.rebalance_events import RebalanceEvent
+from .protocol.share_group import AcknowledgeType
+from .share.consumer import ShareConsumer
+from .share.records import ShareRecord
+from .share.settings import ShareConsumerSettings
 from .errors import (
-    ArgumentTypeError, CallTimeoutError, CommitFailedError, ConcurrentAccessError, ConfigurationError, FatalError, FatalGroupError,
+    AcknowledgementFailedError, ArgumentTypeError, CallTimeoutError, CommitFailedError, ConcurrentAccessError, ConfigurationError, FatalError, FatalGroupError,
     GroupClientError, IllegalStateError, InternalError, KafkaTimeoutError, NoBrokersAvailableError,
-    RebalanceInProgressError, RebalanceListenerError, RecordDeserializationError, RetriableError,
-    UnassignedPartitionError, WakeupError,
+    InvalidRecordStateError, RebalanceInProgressError, RebalanceListenerError, RecordDeserializationError,
+    RetriableError, UnassignedPartitionError, WakeupError,
 )
 from .version import __version__
 
 __all__ = [
-    "ArgumentTypeError", "CallTimeoutError", "CommitFailedError", "ConcurrentAccessError", "ConfigurationError", "ConsumerInterceptor",
+    "AcknowledgeType", "AcknowledgementFailedError", "ArgumentTypeError", "CallTimeoutError", "CommitFailedError", "ConcurrentAccessError", "ConfigurationError", "ConsumerInterceptor",
     "ConsumerRecord", "ConsumerSettings",
     "ConsumerRebalanceListener", "FatalError", "FatalGroupError", "GroupClientError", "GroupConsumer",
-    "IllegalStateError", "InternalError",
+    "IllegalStateError", "InternalError", "InvalidRecordStateError",
     "KafkaTimeoutError", "NoBrokersAvailableError", "OffsetAndMetadata", "OffsetAndTimestamp", "RebalanceEvent",
-    "RebalanceInProgressError", "RebalanceListener", "RebalanceListenerError", "RecordDeserializationError", "RetriableError", "TopicPartition",
+    "RebalanceInProgressError", "RebalanceListener", "RebalanceListenerError", "RecordDeserializationError", "RetriableError", "ShareConsumer",
+    "ShareConsumerSettings", "ShareRecord", "TopicPartition",
     "UnassignedPartitionError", "WakeupError", "__version__",
 ]

@@ -238,6 +238,17 @@ class UnexpectedBrokerError(RequestFailedError):
     """A code the request's API does not expect (or one newer than this client)."""
 
 
+class AcknowledgementFailedError(RequestFailedError):
+    """A share group's broker did not take acknowledgements of these records (``code`` says why):
+    what was not acknowledged goes back to the group when its acquisition lock runs out, and is
+    delivered again (to any member) with a higher delivery count."""
+
+
+class InvalidRecordStateError(AcknowledgementFailedError):
+    """INVALID_RECORD_STATE: the records are no longer acquired by this consumer (their lock ran
+    out, or its share session ended); the broker may have delivered them to another member."""
+
+
 class NetworkError(RetriableError):
     """The network failed a request (retriable)."""
 

@@ -10,7 +10,8 @@ from ..errors import ConcurrentAccessError
 
 
 class ThreadOwnership:
-    def __init__(self) -> None:
+    def __init__(self, owner: str = "GroupConsumer") -> None:
+        self._name = owner  # what the error names
         self._guard = threading.Lock()  # held for the compare-and-set only
         self._owner: int | None = None
         self._count = 0
@@ -21,7 +22,7 @@ class ThreadOwnership:
         with self._guard:
             if self._owner is not None and self._owner != me:
                 raise ConcurrentAccessError(
-                    "this GroupConsumer is in use by another thread; a consumer is not safe for "
+                    f"this {self._name} is in use by another thread; a consumer is not safe for "
                     "multi-threaded access (only wakeup() may be called from another thread)")
             self._owner = me
             self._count += 1

@@ -14,16 +14,43 @@ import logging
 import threading
 from collections.abc import Callable
 
-from ..clock import ThreadHandle, Timer
-from .membership import Membership
+from typing import Protocol
+
+from ..clock import Clock, ThreadHandle, Timer
+from ..network.future import RequestFuture
+from ..network.transport import Transport
+from .coordinator_lookup import CoordinatorLookup
+from .types import GroupConfig
 
 log = logging.getLogger("groupclient.member")
 
 IDLE_CHECK_MS = 250  # how often a member that has not joined looks whether it has
 
 
+class Beating(Protocol):
+    """What the thread asks of a member: every :class:`~.membership.Membership` (classic and
+    consumer protocol), and a share group's member (:mod:`.share_member`)."""
+
+    client: Transport
+    clock: Clock
+    config: GroupConfig
+    coordinator: CoordinatorLookup
+
+    def set_fatal(self, error: BaseException) -> None: ...
+    def coordinator_unknown(self) -> bool: ...
+    def heartbeat_enabled(self) -> bool: ...
+    def send_heartbeat_if_due(self, now: int) -> RequestFuture[None] | None: ...
+    def time_to_next_heartbeat(self, now: int) -> int: ...
+    def time_to_poll_timeout(self, now: int) -> int: ...
+    def time_to_lease_end(self, now: int) -> int | None: ...
+    def check_lease(self, now: int) -> bool: ...
+
+    def leave_if_poll_timed_out(self, now: int,
+                                before_sending: Callable[[], None]) -> tuple[bool, RequestFuture[None] | None]: ...
+
+
 class HeartbeatThread:
-    def __init__(self, member: Membership, on_poll_timeout: Callable[[], None]) -> None:
+    def __init__(self, member: Beating, on_poll_timeout: Callable[[], None]) -> None:
         self.member = member
         self.on_poll_timeout = on_poll_timeout
         self._stop_event = threading.Event()

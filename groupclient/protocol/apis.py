@@ -195,13 +195,15 @@ API_TABLE: tuple[ApiRow, ...] = (
     # the client sends it from the admin client, for KIP-848 groups
     ApiRow(ApiKey.CONSUMER_GROUP_DESCRIBE, ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
            served=(0, 1), client_max=1),
-    # share groups (KIP-932), served to any share consumer; v0 of each was Kafka 4.0's early access
+    # share groups (KIP-932), served to any share consumer and sent by ShareConsumer; v0 of each was
+    # Kafka 4.0's early access; ShareFetch and ShareAcknowledge v2 (Kafka 4.2+) bring acquire modes and
+    # RENEW
     ApiRow(ApiKey.SHARE_GROUP_HEARTBEAT, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, served=(1, 1),
-           client_max=None),
+           client_max=1),
     ApiRow(ApiKey.SHARE_GROUP_DESCRIBE, ShareGroupDescribeRequest, ShareGroupDescribeResponse, served=(1, 1),
            client_max=None),
-    ApiRow(ApiKey.SHARE_FETCH, ShareFetchRequest, ShareFetchResponse, served=(1, 2), client_max=None),
-    ApiRow(ApiKey.SHARE_ACKNOWLEDGE, ShareAcknowledgeRequest, ShareAcknowledgeResponse, served=(1, 2), client_max=None),
+    ApiRow(ApiKey.SHARE_FETCH, ShareFetchRequest, ShareFetchResponse, served=(1, 2), client_max=2),
+    ApiRow(ApiKey.SHARE_ACKNOWLEDGE, ShareAcknowledgeRequest, ShareAcknowledgeResponse, served=(1, 2), client_max=2),
     ApiRow(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
            served=(0, 1), client_max=None),
     ApiRow(ApiKey.ALTER_SHARE_GROUP_OFFSETS, AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse,

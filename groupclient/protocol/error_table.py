@@ -129,6 +129,18 @@ TABLES: dict[ApiKey, dict[ErrorCode, Action]] = {
         E.GROUP_ID_NOT_FOUND: Action.FATAL,
         E.TOPIC_AUTHORIZATION_FAILED: Action.RAISE,
     },
+    # KIP-932 (Java's ShareHeartbeatRequestManager): as the consumer protocol's, less what a share
+    # group has not (static members, assignors, patterns)
+    A.SHARE_GROUP_HEARTBEAT: {
+        **_COORDINATOR,
+        E.FENCED_MEMBER_EPOCH: Action.RESET_GENERATION,
+        E.UNKNOWN_MEMBER_ID: Action.RESET_GENERATION,
+        E.GROUP_MAX_SIZE_REACHED: Action.FATAL,
+        E.INVALID_REQUEST: Action.FATAL,
+        E.GROUP_ID_NOT_FOUND: Action.FATAL,
+        E.INCONSISTENT_GROUP_PROTOCOL: Action.FATAL,
+        E.TOPIC_AUTHORIZATION_FAILED: Action.RAISE,
+    },
     A.FETCH: _PARTITION_DATA,
     # an offset looked up by time is never "out of range" (Java has no reset here either)
     A.LIST_OFFSETS: {e: a for e, a in _PARTITION_DATA.items() if a is not Action.RESET_OFFSET},
@@ -157,6 +169,22 @@ API_HINTS: dict[tuple[ApiKey, ErrorCode], str] = {
     (A.CONSUMER_GROUP_HEARTBEAT, E.INVALID_REQUEST):
         "the broker refused the heartbeat as invalid (a bug of groupclient's, or a broker that differs from "
         "Kafka): please report it",
+    (A.SHARE_GROUP_HEARTBEAT, E.UNSUPPORTED_VERSION):
+        "the cluster does not serve share groups (KIP-932: Apache Kafka 4.2 or later, with the feature "
+        "share.version at 1 or more, as 4.2 sets it by default); enable them on the cluster, or use a "
+        "GroupConsumer",
+    (A.SHARE_GROUP_HEARTBEAT, E.GROUP_MAX_SIZE_REACHED):
+        "the share group has as many members as the broker's group.share.max.size allows (Kafka's default: "
+        "200); stop another member of the group, or raise it on the broker",
+    (A.SHARE_GROUP_HEARTBEAT, E.INVALID_REQUEST):
+        "the broker refused the heartbeat as invalid (a bug of groupclient's, or a broker that differs from "
+        "Kafka): please report it",
+    (A.SHARE_GROUP_HEARTBEAT, E.GROUP_ID_NOT_FOUND):
+        "the group id names a group of another type (a consumer or classic group); give the share group an "
+        "id of its own",
+    (A.SHARE_GROUP_HEARTBEAT, E.INCONSISTENT_GROUP_PROTOCOL):
+        "the group id names a group of another type (a consumer or classic group); give the share group an "
+        "id of its own",
     (A.CONSUMER_GROUP_HEARTBEAT, E.GROUP_ID_NOT_FOUND):
         "the group is gone (deleted, or converted to a classic group); close the consumer",
 }
@@ -165,6 +193,7 @@ API_HINTS: dict[tuple[ApiKey, ErrorCode], str] = {
 # topic's unexpected code in Metadata is asked about again after the backoff, as Java's Metadata
 # does (it raises only TOPIC_AUTHORIZATION_FAILED and INVALID_TOPIC_EXCEPTION)
 DEFAULTS: dict[ApiKey, Action] = {A.HEARTBEAT: Action.RETRY, A.CONSUMER_GROUP_HEARTBEAT: Action.RETRY,
+                                  A.SHARE_GROUP_HEARTBEAT: Action.RETRY,
                                   A.FIND_COORDINATOR: Action.RETRY,
                                   A.LEAVE_GROUP: Action.RAISE, A.METADATA: Action.REFRESH_METADATA}
 

@@ -5,7 +5,7 @@ For each (API, code) the path runs on a scripted network whose first answer of t
 the code and whose later answers succeed; what the path then did (what it raised, whether it is
 fatal, what it sent next, the member's state) must be what the code's action means on that API.
 Every code Kafka has, plus one newer than this client, on each of: FindCoordinator, JoinGroup,
-SyncGroup, Heartbeat, ConsumerGroupHeartbeat, LeaveGroup, OffsetCommit, OffsetFetch (the group's code and a partition's),
+SyncGroup, Heartbeat, ConsumerGroupHeartbeat, ShareGroupHeartbeat, LeaveGroup, OffsetCommit, OffsetFetch (the group's code and a partition's),
 Fetch, ListOffsets and Metadata.
 """
 
@@ -409,6 +409,8 @@ def check(api: ApiKey, code: int, action: Action, o: Observed) -> None:
             assert o.raised is None and x["retry_soon"] and "t" not in x["topics"]
     elif api == ApiKey.CONSUMER_GROUP_HEARTBEAT:
         check_consumer_group_heartbeat(code, action, o)
+    elif api == ApiKey.SHARE_GROUP_HEARTBEAT:
+        check_share_group_heartbeat(code, action, o)
     else:
         raise AssertionError(f"no path for {api!r}")
 
@@ -454,7 +456,51 @@ def check_consumer_group_heartbeat(code: int, action: Action, o: Observed) -> No
         assert x["next"][0] == (1, True)  # sent again, stating everything
 
 
+def share_group_heartbeat(code: int) -> Observed:
+    """A stable share group member's heartbeat answered ``code``, then the next one."""
+    from .test_share_member import JOBS, Harness, answer
+
+    h = Harness()
+    h.join({JOBS: [0]})
+    sent = len(h.heartbeats())
+    h.step(answer(1) if code == 0 else answer(0, error=code), advance_ms=5000)  # type: ignore[arg-type]
+    observed = Observed(fatal=h.member.fatal_error, raised=h.member.take_error())
+    x = observed.extra
+    x["state"], x["assigned"] = h.member.member_state().value, h.member.assignment()[1]
+    x["coordinator_unknown"] = h.member.coordinator_unknown()
+    h.step(answer(1, {JOBS: [0]}), answer(1), advance_ms=5000)
+    x["next"] = [(r.member_epoch, r.subscribed_topic_names is not None) for r in h.heartbeats()[sent + 1:]]
+    return observed
+
+
+def check_share_group_heartbeat(code: int, action: Action, o: Observed) -> None:
+    x = o.extra
+    from .test_share_member import JOBS
+
+    assigned = {JOBS: frozenset({0})}
+    if action is A.FATAL:
+        assert isinstance(o.raised, FatalGroupError) and raised_code(o) == code and o.fatal is o.raised
+        assert x["state"] == "fatal" and x["assigned"] == {} and x["next"] == []  # nothing more is sent
+        return
+    assert o.fatal is None
+    if action is A.NONE:
+        assert o.raised is None and x["state"] == "stable" and x["assigned"] == assigned
+        assert x["next"] == [(1, False)]  # only what changed: nothing
+    elif action is A.RESET_GENERATION:
+        assert o.raised is None and x["state"] == "joining" and x["assigned"] == {}
+        assert x["next"][0] == (0, True)  # joins again at epoch 0, naming the subscription
+    elif action is A.RAISE:
+        assert isinstance(o.raised, RequestFailedError) and raised_code(o) == code
+        assert x["state"] == "stable" and x["assigned"] == assigned and x["next"][0] == (1, True)
+    else:
+        assert action in (A.RETRY, A.REDISCOVER), action
+        assert o.raised is None and x["state"] == "stable" and x["assigned"] == assigned
+        assert x["coordinator_unknown"] is (action is A.REDISCOVER)
+        assert x["next"][0] == (1, True)  # sent again, naming the subscription
+
+
 PATHS: dict[str, tuple[ApiKey, Callable[[int], Observed]]] = {
+    "ShareGroupHeartbeat": (ApiKey.SHARE_GROUP_HEARTBEAT, share_group_heartbeat),
     "ConsumerGroupHeartbeat": (ApiKey.CONSUMER_GROUP_HEARTBEAT, consumer_group_heartbeat),
     "FindCoordinator": (ApiKey.FIND_COORDINATOR, find_coordinator),
     "JoinGroup": (ApiKey.JOIN_GROUP, lambda code: joining(ApiKey.JOIN_GROUP, code)),

@@ -1,0 +1,192 @@
+"""What a ShareConsumer's calls do between the application and the network, on the application
+thread: one step of the group and the sessions (:meth:`ShareEngine.step`), the acknowledgements
+the application made going out, and their outcomes coming back to the callback and to
+``commit_sync``.  The facade (consumer.py) holds the API, its checks and the thread-ownership lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..clock import Clock, Timer
+from ..errors import GroupClientError
+from ..member.share_member import ShareGroupMember
+from ..network.client import NetworkClient
+from ..protocol.share_group import AcknowledgeType
+from ..structs import TopicPartition
+from .fetcher import AckOutcome, ShareFetcher
+from .in_flight import InFlight
+from .session import TopicIdPartition
+from .settings import AcknowledgementCommitCallback
+
+log = logging.getLogger("groupclient.share")
+
+POLL_SLICE_MS = 100  # the longest a wait sleeps before looking at the group again
+
+
+@dataclass
+class ShareMetrics:
+    """Counters of one consumer (``ShareConsumer.metrics()``)."""
+
+    records_consumed: int = 0
+    polls: int = 0
+    acknowledgements_sent: int = 0
+    acknowledgement_errors: int = 0
+    commits: int = 0
+    by_type: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, float]:
+        return {"records-consumed-total": self.records_consumed, "poll-total": self.polls,
+                "acknowledgements-send-total": self.acknowledgements_sent,
+                "acknowledgements-error-total": self.acknowledgement_errors, "commit-total": self.commits,
+                **{f"acknowledgements-{name.lower()}-total": n for name, n in sorted(self.by_type.items())}}
+
+
+class ShareEngine:
+    """The application thread's side of one share consumer."""
+
+    def __init__(self, client: NetworkClient, clock: Clock, member: ShareGroupMember, fetcher: ShareFetcher,
+                 in_flight: InFlight, callback: AcknowledgementCommitCallback | None) -> None:
+        self.client = client
+        self.clock = clock
+        self.member = member
+        self.fetcher = fetcher
+        self.in_flight = in_flight
+        self.callback = callback
+        self.metrics = ShareMetrics()
+        self.tips: dict[TopicPartition, TopicIdPartition] = {}  # every partition assigned so far, by name
+        self._tickets = 0
+        self._results: dict[int, dict[TopicPartition, GroupClientError | None]] = {}  # commit_sync's, by ticket
+        self._waiting: set[int] = set()
+        self._for_callback: list[AckOutcome] = []
+        self._errors: list[BaseException] = []  # raised by poll(), one per call
+
+    # -- the group and the sessions -----------------------------------------------------------
+    def wanted(self) -> dict[int, dict[TopicPartition, TopicIdPartition]]:
+        """The assigned partitions whose topic and leader are known, by leader; asks for metadata
+        about the rest."""
+        _, assignment = self.member.assignment()
+        snapshot = self.client.metadata.snapshot
+        names = {topic_id: name for name, topic_id in snapshot.topic_ids.items()}
+        by_node: dict[int, dict[TopicPartition, TopicIdPartition]] = {}
+        missing = False
+        for topic_id, partitions in assignment.items():
+            name = names.get(topic_id)
+            if name is None:
+                missing = True
+                continue
+            for partition in partitions:
+                leader = snapshot.leader_for(name, partition)
+                if leader is None or leader < 0:
+                    missing = True
+                    continue
+                tp = TopicPartition(name, partition)
+                self.tips[tp] = (topic_id, partition)
+                by_node.setdefault(leader, {})[tp] = (topic_id, partition)
+        if missing:
+            self.client.metadata.request_update()
+        return by_node
+
+    def step(self, fetch: bool) -> None:
+        """One turn: find the coordinator, refresh metadata, take the answers that came, and send
+        what can go: fetches (``fetch``: the application wants records) and acknowledgements."""
+        m = self.member
+        if m.coordinator_unknown() and not m.coordinator.lookup_wait_ms():
+            m.coordinator.lookup()
+        self.client.maybe_update_metadata()
+        self.take_answers()
+        if fetch and not self.fetcher.buffered() and not self.in_flight.renewing():
+            self.fetcher.fetch(self.wanted())
+        self.fetcher.send_acks()
+
+    def take_answers(self) -> None:
+        f = self.fetcher
+        if not f.handle_answers():
+            return
+        for tp, node, offset in f.undeliverable:
+            self.in_flight.undeliverable(tp, node, offset)
+        f.undeliverable.clear()
+        if f.problems.refresh_metadata:
+            f.problems.refresh_metadata = False
+            self.client.metadata.request_update()
+        self._errors += f.problems.errors
+        f.problems.errors.clear()
+        for outcome in f.outcomes:
+            self.metrics.acknowledgements_sent += len(outcome.offsets)
+            if outcome.error is not None:
+                self.metrics.acknowledgement_errors += len(outcome.offsets)
+            if outcome.renewed:
+                self.in_flight.renew_answered(outcome.partition, outcome.offsets, outcome.error is None)
+            if outcome.ticket in self._waiting:
+                self._results.setdefault(outcome.ticket, {})[outcome.partition] = outcome.error
+            if self.callback is not None:
+                self._for_callback.append(outcome)
+        f.outcomes.clear()
+
+    def take_error(self) -> BaseException | None:
+        """What poll() raises now: the group's refusal (every time: the member cannot go on),
+        else the next error the answers brought (once each)."""
+        fatal = self.member.fatal_error
+        if fatal is not None:
+            return fatal
+        error = self.member.take_error()
+        if error is not None:
+            return error
+        return self._errors.pop(0) if self._errors else None
+
+    # -- acknowledgements going out ----------------------------------------------------------------
+    def send_acknowledged(self, wait: bool = False) -> tuple[int, set[TopicPartition]] | None:
+        """Queue what the application acknowledged (to the brokers its records came from): the
+        ticket that commit_sync waits on and the partitions it covers, or None when there was
+        nothing."""
+        taken = self.in_flight.take()
+        self.in_flight.forget_settled()
+        if not taken:
+            return None
+        self._tickets += 1
+        ticket = self._tickets
+        by_node: dict[int, dict[TopicPartition, tuple[TopicIdPartition, dict[int, int]]]] = {}
+        for tp, (node, offsets) in taken.items():
+            by_node.setdefault(node, {})[tp] = (self.tips[tp], offsets)
+            for kind in offsets.values():
+                name = AcknowledgeType(kind).name
+                self.metrics.by_type[name] = self.metrics.by_type.get(name, 0) + 1
+        for node, acks in by_node.items():
+            self.fetcher.queue_acks(node, acks, ticket)
+        if wait:
+            self._waiting.add(ticket)
+            self._results[ticket] = {}
+        return ticket, set(taken)
+
+    def wait_for(self, ticket: int, partitions: set[TopicPartition], timer: Timer,
+                 wake: Callable[[], None]) -> dict[TopicPartition, GroupClientError | None] | None:
+        """Wait until each of ``partitions`` has an outcome for ``ticket``; None if the timer ran
+        out first."""
+        try:
+            while True:
+                wake()
+                self.step(fetch=False)
+                results = self._results.get(ticket, {})
+                if partitions <= set(results):
+                    return dict(results)
+                if timer.expired():
+                    return None
+                self.client.poll(min(timer.remaining_ms(), POLL_SLICE_MS))
+        finally:
+            self._waiting.discard(ticket)
+            self._results.pop(ticket, None)
+
+    def run_callbacks(self) -> None:
+        """Tell the callback each outcome (application thread; what it raises is logged)."""
+        outcomes, self._for_callback = self._for_callback, []
+        callback = self.callback
+        if callback is None:
+            return
+        for outcome in outcomes:
+            try:
+                callback({outcome.partition: set(outcome.offsets)}, outcome.error)
+            except Exception:  # the application's own bug: logged, as Java does
+                log.exception("the acknowledgement commit callback raised")
+

@@ -1,0 +1,446 @@
+"""ShareFetch and ShareAcknowledge: a share consumer's requests to the leaders of its partitions
+(the Java client's ``ShareConsumeRequestManager``).
+
+One share session per leader (session.py) and one request at a time on it.  A fetch goes to a
+leader only while the consumer has no records left to hand out (records acquired wait under a lock
+that runs; acquiring more than the application takes would hold them from other members), and
+carries the acknowledgements waiting for that leader.  Acknowledgements for a leader no fetch is
+going to go alone, in a ShareAcknowledge (a commit sends every one that way).
+
+Threads: a request's answer may be read by either thread (the heartbeat thread polls the network
+too), so its callback only queues it; the application thread handles it (:meth:`handle_answers`):
+records into the buffer, the outcome of each acknowledgement, the session's next epoch.
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..consumer.records import Deserializer, decode_batches
+from ..error_codes import ErrorCode, error_name
+from ..errors import (
+    AcknowledgementFailedError, BrokerError, GroupClientError, InvalidRecordStateError, RecordDeserializationError,
+)
+from ..network.client import NetworkClient
+from ..protocol.apis import ApiKey
+from ..protocol.error_table import Action, action_for, error_for
+from ..protocol.share_group import (
+    AcknowledgeType, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
+)
+from ..structs import TopicPartition
+from .in_flight import Batch, acknowledgement_batches
+from .records import ShareRecord, share_record
+from .session import SessionRequest, ShareSession, TopicIdPartition
+
+log = logging.getLogger("groupclient.share")
+
+Fetch = ShareFetchRequest.FetchTopic
+Ack = ShareAcknowledgeRequest.AcknowledgeTopic
+Acks = dict[TopicPartition, tuple[TopicIdPartition, dict[int, int]]]  # per partition: its id, offset -> type
+
+
+@dataclass(frozen=True)
+class ShareFetchConfig:
+    group_id: str
+    member_id: str
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    max_records: int
+    acquire_mode: int  # ShareAcquireMode
+    check_crcs: bool
+    key_deserializer: Callable[[str], Deserializer]
+    value_deserializer: Callable[[str], Deserializer]
+
+
+@dataclass(frozen=True)
+class AckOutcome:
+    """How the broker took one partition's acknowledgements: ``error`` None when it took them."""
+
+    partition: TopicPartition
+    offsets: frozenset[int]
+    renewed: bool
+    error: GroupClientError | None
+    ticket: int
+
+
+@dataclass
+class Chunk:
+    """Records of one partition acquired by one answer, not all handed out yet."""
+
+    partition: TopicPartition
+    node: int
+    records: list[ShareRecord[Any, Any]]
+    taken: int = 0
+
+
+@dataclass
+class _Sent:
+    """A request on its way: its session, what it carried, and its ticket (a commit waits for
+    its tickets' outcomes)."""
+
+    node: int
+    request: SessionRequest
+    acks: Acks
+    ticket: int
+    fetching: bool  # a ShareFetch that acquires records (else one that only acknowledges or forgets)
+    ack_only: bool = False  # a ShareAcknowledge
+
+
+@dataclass
+class FetchProblems:
+    """What the answers showed that the consumer acts on: partitions whose leader to look up again,
+    and errors to raise once from ``poll()``."""
+
+    refresh_metadata: bool = False
+    errors: list[BaseException] = field(default_factory=list)
+
+
+class ShareFetcher:
+    """The share sessions of one consumer, and the records and outcomes their answers brought."""
+
+    def __init__(self, client: NetworkClient, config: ShareFetchConfig) -> None:
+        self.client = client
+        self.config = config
+        self.sessions: dict[int, ShareSession] = {}
+        self._answers: collections.deque[tuple[_Sent, Any, BaseException | None]] = collections.deque()
+        self._answers_lock = threading.Lock()  # appended on either thread, drained by the application's
+        self.buffer: collections.deque[Chunk] = collections.deque()
+        self.outcomes: list[AckOutcome] = []
+        self.pending: dict[int, Acks] = {}  # per node: acknowledgements not sent yet
+        self._pending_ticket: dict[int, int] = {}  # per node: the newest ticket among its pending ones
+        self.acquisition_lock_timeout_ms: int | None = None
+        self.problems = FetchProblems()
+        # acquired records that could not be deserialized: (partition, node, offset), acknowledged
+        # by offset (in_flight.py)
+        self.undeliverable: list[tuple[TopicPartition, int, int]] = []
+
+    # -- what is buffered ---------------------------------------------------------------------
+    def buffered(self) -> int:
+        return sum(len(c.records) - c.taken for c in self.buffer)
+
+    def take_records(self, limit: int) -> list[Chunk]:
+        """Up to ``limit`` buffered records, as chunks of one partition each (in fetch order)."""
+        out: list[Chunk] = []
+        while self.buffer and limit > 0:
+            chunk = self.buffer[0]
+            part = chunk.records[chunk.taken:chunk.taken + limit]
+            chunk.taken += len(part)
+            limit -= len(part)
+            out.append(Chunk(chunk.partition, chunk.node, part))
+            if chunk.taken >= len(chunk.records):
+                self.buffer.popleft()
+        return out
+
+    def drop_buffer(self) -> list[Chunk]:
+        """Give up what is buffered (unsubscribe, close): the records not handed out, to release."""
+        left = [Chunk(c.partition, c.node, c.records[c.taken:]) for c in self.buffer if c.taken < len(c.records)]
+        self.buffer.clear()
+        return left
+
+    def in_flight(self) -> bool:
+        return any(s.in_flight for s in self.sessions.values())
+
+    # -- acknowledgements ---------------------------------------------------------------------
+    def queue_acks(self, node: int, acks: Acks, ticket: int) -> None:
+        """Acknowledgements to send to ``node`` with its next request."""
+        pending = self.pending.setdefault(node, {})
+        for tp, (tip, offsets) in acks.items():
+            if tp in pending:
+                pending[tp][1].update(offsets)
+            else:
+                pending[tp] = (tip, dict(offsets))
+        self._pending_ticket[node] = max(ticket, self._pending_ticket.get(node, 0))
+
+    def send_acks(self) -> None:
+        """Send every node's pending acknowledgements that can go now, in a ShareAcknowledge;
+        those of a node with a request on its way wait for its answer."""
+        for node in list(self.pending):
+            session = self.sessions.get(node)
+            if session is not None and session.in_flight:
+                continue
+            acks = self.pending.pop(node)
+            ticket = self._pending_ticket.pop(node, 0)
+            if session is None:
+                self._fail_acks(acks, ticket, AcknowledgementFailedError(
+                    ErrorCode.SHARE_SESSION_NOT_FOUND, f"no share session with broker {node}"))
+                continue
+            request = session.acknowledge(_batches(acks))
+            if request is None:
+                self._fail_acks(acks, ticket, AcknowledgementFailedError(
+                    ErrorCode.SHARE_SESSION_NOT_FOUND, f"the share session with broker {node} ended: the records "
+                    "were released to the group"))
+                continue
+            self._send(_Sent(node, request, acks, ticket, fetching=False, ack_only=True))
+
+    def _fail_acks(self, acks: Acks, ticket: int, error: GroupClientError) -> None:
+        for tp, (_, offsets) in acks.items():
+            self.outcomes.append(AckOutcome(tp, frozenset(offsets), _renews(offsets), error, ticket))
+
+    # -- fetching -----------------------------------------------------------------------------
+    def fetch(self, wanted: dict[int, dict[TopicPartition, TopicIdPartition]]) -> None:
+        """Send a ShareFetch to each node in ``wanted`` (its partitions) with no request on its
+        way, carrying its pending acknowledgements; and one that only forgets, to a node whose
+        session still holds partitions no longer wanted."""
+        for node, parts in wanted.items():
+            self._fetch_from(node, parts)
+        for node, session in self.sessions.items():
+            if node not in wanted and session.is_open and session.partitions and not session.in_flight:
+                self._fetch_from(node, {})
+
+    def _fetch_from(self, node: int, parts: dict[TopicPartition, TopicIdPartition]) -> None:
+        session = self.sessions.get(node)
+        if session is None:
+            session = self.sessions[node] = ShareSession(node)
+        if session.in_flight or not self.client.ready(node):
+            return
+        acks = self.pending.pop(node, {})
+        ticket = self._pending_ticket.pop(node, 0)
+        if acks and not session.is_open:
+            # a new session's first fetch cannot carry them: the records were released with the old
+            self._fail_acks(acks, ticket, AcknowledgementFailedError(
+                ErrorCode.SHARE_SESSION_NOT_FOUND, f"the share session with broker {node} ended before these "
+                "acknowledgements could be sent: its records went back to the group"))
+            acks = {}
+        request = session.fetch(parts, _batches(acks))
+        self._send(_Sent(node, request, acks, ticket, fetching=bool(parts) and not request.renews))
+
+    def close_sessions(self, acks_by_node: dict[int, tuple[Acks, int]]) -> list[Any]:
+        """Close every open session (epoch -1), acknowledging ``acks_by_node`` on the way: the
+        futures of the ShareAcknowledges sent."""
+        futures = []
+        for node, session in self.sessions.items():
+            acks, ticket = acks_by_node.get(node, ({}, 0))
+            if not session.is_open or session.in_flight:
+                if acks:
+                    self._fail_acks(acks, ticket, AcknowledgementFailedError(
+                        ErrorCode.SHARE_SESSION_NOT_FOUND, f"no open share session with broker {node}"))
+                continue
+            session.close()
+            request = session.acknowledge(_batches(acks))
+            if request is not None:
+                futures.append(self._send(_Sent(node, request, acks, ticket, fetching=False, ack_only=True)))
+        return futures
+
+    def _send(self, sent: _Sent) -> Any:
+        c = self.config
+        r = sent.request
+        session = self.sessions[sent.node]
+        session.in_flight = True
+        if sent.ack_only:
+            def build(version: int) -> Any:
+                return ShareAcknowledgeRequest(
+                    version=version, group_id=c.group_id, member_id=c.member_id, share_session_epoch=r.epoch,
+                    is_renew_ack=r.renews, topics=_ack_topics(r))
+            future = self.client.send(sent.node, ShareAcknowledgeRequest, ShareAcknowledgeResponse, build)
+        else:
+            fetching = sent.fetching
+
+            def build(version: int) -> Any:
+                return ShareFetchRequest(
+                    version=version, group_id=c.group_id, member_id=c.member_id, share_session_epoch=r.epoch,
+                    max_wait_ms=c.max_wait_ms if fetching else 0, min_bytes=c.min_bytes if fetching else 0,
+                    max_bytes=c.max_bytes if fetching else 0, max_records=c.max_records if fetching else 0,
+                    batch_size=c.max_records if fetching else 0, share_acquire_mode=c.acquire_mode,
+                    is_renew_ack=r.renews, topics=_fetch_topics(r),
+                    forgotten_topics_data=_forgotten(r.forgotten))
+            future = self.client.send(sent.node, ShareFetchRequest, ShareFetchResponse, build)
+        future.add_callback(lambda response: self._queue(sent, response, None))
+        future.add_errback(lambda exc: self._queue(sent, None, exc))
+        return future
+
+    def _queue(self, sent: _Sent, response: Any, error: BaseException | None) -> None:
+        """Either thread: keep the answer for the application thread."""
+        with self._answers_lock:
+            self._answers.append((sent, response, error))
+        self.client.interrupt()
+
+    # -- answers (application thread) ---------------------------------------------------------
+    def handle_answers(self) -> int:
+        """Take the answers that came: records into the buffer, outcomes of acknowledgements,
+        sessions' epochs.  The number of answers taken."""
+        with self._answers_lock:
+            answers = list(self._answers)
+            self._answers.clear()
+        for sent, response, error in answers:
+            session = self.sessions[sent.node]
+            session.in_flight = False
+            if error is not None:
+                session.failed()
+                self._fail_acks(sent.acks, sent.ticket, _failed_ack(error, sent.node))
+                if not isinstance(error, BrokerError) or error.code != ErrorCode.UNSUPPORTED_VERSION:
+                    log.info("share session with broker %d: request failed (%s); a new session follows",
+                             sent.node, error)
+                else:
+                    self.problems.errors.append(error)
+                continue
+            self._take_answer(session, sent, response)
+        return len(answers)
+
+    def _take_answer(self, session: ShareSession, sent: _Sent, response: Any) -> None:
+        code = response.error_code
+        took = session.answered(code)
+        if not took:
+            message = f" ({response.error_message})" if response.error_message else ""
+            api = ApiKey.SHARE_FETCH if isinstance(response, ShareFetchResponse) else ApiKey.SHARE_ACKNOWLEDGE
+            error = _ack_error(code, api, f"{api_label(api)} to broker {sent.node}: {error_name(code)}{message}")
+            self._fail_acks(sent.acks, sent.ticket, error)
+            if action_for(code, api) is Action.FATAL or action_for(code, api) is Action.RAISE:
+                self.problems.errors.append(error)
+            return
+        lock_ms = getattr(response, "acquisition_lock_timeout_ms", None)
+        if lock_ms is not None and lock_ms > 0:
+            self.acquisition_lock_timeout_ms = int(lock_ms)
+        fetch = isinstance(response, ShareFetchResponse)
+        answered: set[TopicPartition] = set()
+        # the partitions an answer may name: the session's, and those the request acknowledged
+        named = {tip: tp for tp, (tip, _) in sent.acks.items()}
+        named.update((tip, tp) for tp, tip in session.partitions.items())
+        for topic in response.responses:
+            for p in topic.partitions:
+                tp = named.get((topic.topic_id, p.partition_index))
+                if tp is None:
+                    continue
+                answered.add(tp)
+                ack_code = p.acknowledge_error_code if fetch else p.error_code
+                ack_message = p.acknowledge_error_message if fetch else p.error_message
+                if tp in sent.acks:
+                    offsets = sent.acks[tp][1]
+                    outcome = (None if ack_code == 0 else _ack_error(
+                        ack_code, ApiKey.SHARE_ACKNOWLEDGE, f"acknowledging {tp.topic}-{tp.partition} at broker "
+                        f"{sent.node}" + (f": {ack_message}" if ack_message else "")))
+                    self.outcomes.append(AckOutcome(tp, frozenset(offsets), _renews(offsets), outcome, sent.ticket))
+                if fetch:
+                    self._take_partition(sent.node, tp, (topic.topic_id, p.partition_index), p)
+                elif p.error_code in _LEADER_MOVED:
+                    self.problems.refresh_metadata = True
+        missing = {tp: v for tp, v in sent.acks.items() if tp not in answered}
+        if missing:  # an answer is owed for every partition acknowledged; none came
+            self._fail_acks(missing, sent.ticket, AcknowledgementFailedError(
+                ErrorCode.UNKNOWN_SERVER_ERROR, f"broker {sent.node} did not answer for these acknowledgements"))
+
+    def _take_partition(self, node: int, tp: TopicPartition, tip: TopicIdPartition, p: Any) -> None:
+        if p.error_code:
+            action = action_for(p.error_code, ApiKey.SHARE_FETCH)
+            if action is Action.REFRESH_METADATA:
+                self.problems.refresh_metadata = True
+            elif action is not Action.RETRY:
+                self.problems.errors.append(error_for(
+                    p.error_code, ApiKey.SHARE_FETCH, f"ShareFetch of {tp.topic}-{tp.partition}"
+                    + (f": {p.error_message}" if p.error_message else "")))
+            return
+        if not p.acquired_records:
+            return
+        records, gaps = self._acquired(node, tp, p.records or b"", p.acquired_records)
+        if records:
+            self.buffer.append(Chunk(tp, node, records))
+        if gaps:
+            self.queue_acks(node, {tp: (tip, {o: AcknowledgeType.GAP for o in gaps})}, 0)
+
+    def _acquired(self, node: int, tp: TopicPartition, data: bytes,
+                  ranges: list[Any]) -> tuple[list[ShareRecord[Any, Any]], list[int]]:
+        """The records of ``data`` in the acquired ``ranges``, each with its delivery count, and
+        the acquired offsets with no record (gaps)."""
+        spans = sorted((r.first_offset, r.last_offset, r.delivery_count) for r in ranges)
+        firsts = [s[0] for s in spans]
+        out: list[ShareRecord[Any, Any]] = []
+        seen: set[int] = set()
+        c = self.config
+        start = spans[0][0]
+        while True:
+            try:
+                for batch in decode_batches(data, start, tp.topic, tp.partition, c.key_deserializer(tp.topic),
+                                            c.value_deserializer(tp.topic), c.check_crcs):
+                    for record in batch:
+                        i = bisect.bisect_right(firsts, record.offset) - 1
+                        if i >= 0 and record.offset <= spans[i][1]:
+                            out.append(share_record(record, spans[i][2]))
+                            seen.add(record.offset)
+                break
+            except RecordDeserializationError as exc:
+                for record in exc.records_before:
+                    i = bisect.bisect_right(firsts, record.offset) - 1
+                    if i >= 0 and record.offset <= spans[i][1]:
+                        out.append(share_record(record, spans[i][2]))
+                        seen.add(record.offset)
+                seen.add(exc.offset)
+                self.undeliverable.append((tp, node, exc.offset))
+                self.problems.errors.append(_undeliverable(exc))
+                start = exc.offset + 1
+        gaps = [o for first, last, _ in spans for o in range(first, last + 1) if o not in seen]
+        return out, gaps
+
+
+_LEADER_MOVED = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH,
+                           ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID})
+
+
+def api_label(api: ApiKey) -> str:
+    return "ShareFetch" if api is ApiKey.SHARE_FETCH else "ShareAcknowledge"
+
+
+def _renews(offsets: dict[int, int]) -> bool:
+    return any(t == AcknowledgeType.RENEW for t in offsets.values())
+
+
+def _batches(acks: Acks) -> dict[TopicPartition, tuple[TopicIdPartition, list[Batch]]]:
+    return {tp: (tip, acknowledgement_batches(offsets)) for tp, (tip, offsets) in acks.items()}
+
+
+def _fetch_topics(r: SessionRequest) -> list[Any]:
+    by_topic: dict[Any, dict[int, list[Batch]]] = {}
+    for _, (topic_id, partition) in r.added:
+        by_topic.setdefault(topic_id, {}).setdefault(partition, [])
+    for _, ((topic_id, partition), batches) in r.acks.items():
+        by_topic.setdefault(topic_id, {})[partition] = batches
+    return [Fetch(topic_id=topic_id, partitions=[
+        Fetch.FetchPartition(partition_index=partition, partition_max_bytes=0, acknowledgement_batches=[
+            Fetch.FetchPartition.AcknowledgementBatch(first_offset=f, last_offset=last, acknowledge_types=types)
+            for f, last, types in batches]) for partition, batches in parts.items()])
+        for topic_id, parts in by_topic.items()]
+
+
+def _ack_topics(r: SessionRequest) -> list[Any]:
+    by_topic: dict[Any, dict[int, list[Batch]]] = {}
+    for _, ((topic_id, partition), batches) in r.acks.items():
+        by_topic.setdefault(topic_id, {})[partition] = batches
+    return [Ack(topic_id=topic_id, partitions=[
+        Ack.AcknowledgePartition(partition_index=partition, acknowledgement_batches=[
+            Ack.AcknowledgePartition.AcknowledgementBatch(first_offset=f, last_offset=last, acknowledge_types=types)
+            for f, last, types in batches]) for partition, batches in parts.items()])
+        for topic_id, parts in by_topic.items()]
+
+
+def _forgotten(tips: list[TopicIdPartition]) -> list[Any]:
+    by_topic: dict[Any, list[int]] = {}
+    for topic_id, partition in tips:
+        by_topic.setdefault(topic_id, []).append(partition)
+    return [ShareFetchRequest.ForgottenTopic(topic_id=t, partitions=p) for t, p in by_topic.items()]
+
+
+def _ack_error(code: int, api: ApiKey, what: str) -> GroupClientError:
+    if code == ErrorCode.INVALID_RECORD_STATE:
+        return InvalidRecordStateError(code, what)
+    return AcknowledgementFailedError(code, what)
+
+
+def _failed_ack(error: BaseException, node: int) -> GroupClientError:
+    return AcknowledgementFailedError(
+        ErrorCode.NETWORK_EXCEPTION, f"the request to broker {node} failed ({error}): its share session ended, and "
+        "the records it held went back to the group")
+
+
+def _undeliverable(exc: RecordDeserializationError) -> RecordDeserializationError:
+    tp = exc.partition
+    error = RecordDeserializationError(tp, exc.offset, exc.key_or_value, exc.__cause__ or exc)
+    error.args = (f"the {exc.key_or_value} deserializer failed on the record at offset {exc.offset} of "
+                  f"{tp.topic}-{tp.partition}: {exc.__cause__!r}; it was not returned: acknowledge it with "
+                  f"acknowledge({tp.topic!r}, {tp.partition}, {exc.offset}, AcknowledgeType.REJECT) (or RELEASE), "
+                  "or the next poll() rejects it",)
+    return error
