@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs import aio_contexts, aio_otel_contexts, contexts, otel_contexts
+from tests.docs import aio_contexts, aio_otel_contexts, contexts, otel_contexts, share_contexts
 from tests.docs.blocks import Block, all_blocks
 from tests.docs.runners import Command, Mirrored, Python, Runner, Server, Synopsis, Transcript, Watch
 
@@ -51,6 +51,11 @@ RUNS: dict[str, Runner] = {
     "docs/asyncio.md: # getmany() in batches, a commit after each": Python(aio_contexts.aio_batches),
     "docs/asyncio.md: # a rebalance listener: commit before partitions go, seek when they come": Python(
         aio_contexts.aio_listener),
+    # docs/share-groups.md
+    "docs/share-groups.md: from groupclient import ShareConsumer": Python(share_contexts.implicit),
+    "docs/share-groups.md: from groupclient import AcknowledgeType, ShareConsumer": Python(share_contexts.explicit),
+    "docs/share-groups.md: from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient": Python(
+        share_contexts.starting_point),
     # docs/performance.md
     "docs/performance.md: $ groupclient --version": Transcript(),
     "docs/performance.md: python -m build --wheel --outdir dist .": Mirrored(
