@@ -1,5 +1,6 @@
-"""Compiles tests/kafka/JavaPeer.java (a consumer group member) and JavaProducer.java (the
-record-path corpus's producer) against the downloaded kafka-clients, once per source."""
+"""Compiles tests/kafka/JavaPeer.java (a consumer group member), JavaSharePeer.java (a share group
+member) and JavaProducer.java (the record-path corpus's producer) against the downloaded
+kafka-clients, once per source."""
 
 from __future__ import annotations
 
@@ -41,3 +42,8 @@ def java_command(program: str, version: str = KAFKA_VERSION) -> list[str]:
 def java_peer_command(version: str = KAFKA_VERSION) -> list[str]:
     """The Java consumer group member (tests/integration/peers.py)."""
     return java_command("JavaPeer", version)
+
+
+def java_share_peer_command(version: str = KAFKA_VERSION) -> list[str]:
+    """The Java share-group member (tests/integration/share_peers.py)."""
+    return java_command("JavaSharePeer", version)

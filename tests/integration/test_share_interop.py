@@ -1,0 +1,116 @@
+"""Mixed share groups: groupclient's ShareConsumer, confluent-kafka's ShareConsumer and Java's
+KafkaShareConsumer (kafka-clients 4.4.0) in one share group, on the embedded coordinator and on
+Apache Kafka 4.4.  One member is killed (SIGKILL: its records go back to the group when its
+connections close) and one leaves gracefully while the group works; a fresh member then drains
+what is left.  Nothing is lost, every record is accepted once, and no record is delivered again
+after a member's acceptance of it was confirmed."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from kafka import KafkaProducer
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+from groupclient.coordinator import EmbeddedCluster
+from tests.integration import external
+from groupclient.protocol.share_group import ShareGroupDescribeRequest, ShareGroupDescribeResponse
+from tests.integration.kip848_wire import coordinator_of, unique
+from tests.integration.peers import wait_until
+from tests.integration.share_peers import SharePeer
+
+RECORDS = 600
+PARTITIONS = 2
+
+
+@pytest.fixture(params=["embedded", pytest.param("kafka", marks=pytest.mark.kafka)])
+def bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
+    if request.param == "kafka":
+        yield request.getfixturevalue("kafka_broker").bootstrap
+        return
+    with EmbeddedCluster(nodes=1) as embedded:
+        yield embedded.bootstrap_servers
+
+
+def _prepare(bootstrap: str) -> tuple[str, str]:
+    topic, group = unique("mix"), unique("mixg")
+    external.create_topic(bootstrap, topic, PARTITIONS)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.alter_configs([ConfigResource(ConfigResourceType.GROUP, group, configs={
+            "share.auto.offset.reset": "earliest", "share.assignment.interval.ms": "0"})])
+    finally:
+        admin.close()
+    return topic, group
+
+
+def _members_assigned(bootstrap: str, group: str) -> int:
+    """How many members of the share group have partitions assigned (ShareGroupDescribe)."""
+    wire = coordinator_of(bootstrap, group)
+    try:
+        [described] = wire.call(ShareGroupDescribeRequest(version=1, group_ids=[group],
+                                                          include_authorized_operations=False),
+                                ShareGroupDescribeResponse).groups
+    finally:
+        wire.close()
+    return sum(1 for m in described.members if any(tp.partitions for tp in m.assignment.topic_partitions))
+
+
+def _produce(bootstrap: str, topic: str) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, batch_size=2048)
+    try:
+        for future in [producer.send(topic, f"m{i}".encode(), partition=i % PARTITIONS) for i in range(RECORDS)]:
+            future.get(20)
+    finally:
+        producer.close()
+
+
+def test_three_clients_share_a_group_through_a_kill_and_a_leave(bootstrap: str) -> None:
+    topic, group = _prepare(bootstrap)
+    start = {"groupclient": SharePeer("groupclient", bootstrap, group, topic, "gc-1", max_records=5, work_ms=10),
+             "confluent": SharePeer("confluent", bootstrap, group, topic, "ck-1", max_records=5, work_ms=10),
+             "java": SharePeer("java", bootstrap, group, topic, "java-1", max_records=5, work_ms=10)}
+    peers = list(start.values())
+    try:
+        # the records come once every member has its partitions, so that each gets some
+        assert wait_until(lambda: _members_assigned(bootstrap, group) == 3, 90), [p.describe() for p in peers]
+        _produce(bootstrap, topic)
+        for peer in peers:  # every client works in the group
+            assert peer.wait_for(lambda p: len(p.accepted) >= 10, 90), peer.describe()
+        start["confluent"].kill()
+        start["java"].terminate()
+        last = SharePeer("groupclient", bootstrap, group, topic, "gc-2", max_records=50)
+        peers.append(last)
+
+        def accepted() -> int:
+            return len({k for p in peers for k in p.accepted})
+
+        deadline = time.monotonic() + 120
+        while accepted() < RECORDS and time.monotonic() < deadline:
+            last.wait_for(lambda p: False, 0.5)
+        everything = {(i % PARTITIONS, i // PARTITIONS) for i in range(RECORDS)}
+        got = {k for p in peers for k in p.accepted}
+        assert got == everything, (len(got), [p.describe() for p in peers])
+        # accepted once: no two members' acceptances of one record
+        owners: dict[tuple[int, int], list[str]] = {}
+        for peer in peers:
+            for key in peer.accepted:
+                owners.setdefault(key, []).append(peer.name)
+        twice = {k: v for k, v in owners.items() if len(v) > 1}
+        assert not twice, list(twice.items())[:5]
+        # no delivery of a record after its acceptance was confirmed to anyone
+        confirmed = {k: min(p.accepted[k] for p in peers if k in p.accepted) for k in everything}
+        late = [(peer.name, p, o, n) for peer in peers for p, o, _, n, at in peer.delivered if at > confirmed[(p, o)]]
+        assert not late, late[:5]
+        for peer in peers:
+            assert not peer.errors, peer.describe()
+        # what the killed member held came back, one delivery later (at least)
+        killed = {(p, o) for p, o, *_ in start["confluent"].delivered} - set(start["confluent"].accepted)
+        redelivered = {(p, o): n for peer in peers if peer is not start["confluent"]
+                       for p, o, _, n, _ in peer.delivered}
+        assert all(redelivered.get(k, 0) >= 2 for k in killed), [(k, redelivered.get(k)) for k in killed][:5]
+    finally:
+        for peer in peers:
+            peer.terminate()
