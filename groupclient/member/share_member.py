@@ -24,7 +24,7 @@ from typing import Any
 
 from ..clock import Clock
 from ..error_codes import ErrorCode, error_name
-from ..errors import BrokerError, DisconnectedError, FatalError, FatalGroupError
+from ..errors import BrokerError, DisconnectedError, FatalError
 from ..network.future import RequestFuture
 from ..network.transport import Transport
 from ..protocol.apis import ApiKey
@@ -65,6 +65,7 @@ class ShareGroupMember(Coordinated):
                                              clock.monotonic_ms(), rng or random.Random(0))
         self._assignment: TopicIdPartitions = NO_PARTITIONS
         self._assignment_version = 0
+        self._stale_on_leave = False  # the leave under way is the poll timeout's
         self.fatal_error: BaseException | None = None
         self._to_raise: BaseException | None = None  # raised once from poll()
 
@@ -161,6 +162,7 @@ class ShareGroupMember(Coordinated):
             self._transition(S.LEAVING, reason)
             self._set_assignment(NO_PARTITIONS)
             self.epoch = LEAVE_EPOCH
+            self._stale_on_leave = False
         if self.coordinator_unknown():
             with self._lock:
                 self._transition(S.UNSUBSCRIBED, "left without a coordinator to tell")
@@ -198,10 +200,12 @@ class ShareGroupMember(Coordinated):
             self._transition(S.LEAVING, "poll() was not called within max_poll_interval_ms", logging.WARNING)
             self._set_assignment(NO_PARTITIONS)
             self.epoch = LEAVE_EPOCH
+            self._stale_on_leave = True  # joins again on the next poll, even one that comes first
         before_sending()
         if self.coordinator_unknown():
             with self._lock:
                 self._transition(S.STALE, "left without a coordinator to tell")
+                self._stale_on_leave = False
             return True, None
         return True, self._send_heartbeat(now)
 
@@ -225,7 +229,8 @@ class ShareGroupMember(Coordinated):
                       "rack_id": self.rack_id if joining else None,
                       "subscribed_topic_names": sorted(topics) if topics is not None else None}
             if self.state is S.LEAVING:
-                self._transition(S.UNSUBSCRIBED if self._timer.poll_ok(sent_at) else S.STALE, "leave sent")
+                self._transition(S.STALE if self._stale_on_leave else S.UNSUBSCRIBED, "leave sent")
+                self._stale_on_leave = False
             self._timer.sent(sent_at)
 
         def build(version: int) -> Any:

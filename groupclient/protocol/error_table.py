@@ -141,6 +141,40 @@ TABLES: dict[ApiKey, dict[ErrorCode, Action]] = {
         E.INCONSISTENT_GROUP_PROTOCOL: Action.FATAL,
         E.TOPIC_AUTHORIZATION_FAILED: Action.RAISE,
     },
+    # KIP-932 (Java's ShareConsumeRequestManager and ShareFetchCollector), the request's code and a
+    # partition's in one table: the session's errors start a new session (the acknowledgements
+    # it carried fail); a moved leader or topic asks for metadata; what the application must
+    # hear of is raised once from poll()
+    A.SHARE_FETCH: {
+        E.NONE: Action.NONE,
+        **{code: Action.REFRESH_METADATA for code in (
+            E.NOT_LEADER_OR_FOLLOWER, E.LEADER_NOT_AVAILABLE, E.REPLICA_NOT_AVAILABLE, E.KAFKA_STORAGE_ERROR,
+            E.FENCED_LEADER_EPOCH, E.OFFSET_NOT_AVAILABLE, E.UNKNOWN_TOPIC_OR_PARTITION, E.UNKNOWN_TOPIC_ID,
+            E.INCONSISTENT_TOPIC_ID)},
+        **{code: Action.RETRY for code in (
+            E.UNKNOWN_LEADER_EPOCH, E.UNKNOWN_SERVER_ERROR, E.REQUEST_TIMED_OUT, E.NETWORK_EXCEPTION,
+            E.SHARE_SESSION_NOT_FOUND, E.INVALID_SHARE_SESSION_EPOCH, E.SHARE_SESSION_LIMIT_REACHED,
+            E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE)},
+        E.TOPIC_AUTHORIZATION_FAILED: Action.RAISE,
+        E.GROUP_AUTHORIZATION_FAILED: Action.RAISE,
+        E.CORRUPT_MESSAGE: Action.RAISE,
+        E.INVALID_REQUEST: Action.RAISE,
+    },
+    # acknowledgements are not sent again: each partition's outcome is reported (commit_sync, the
+    # callback), and a moved leader or topic asks for metadata
+    A.SHARE_ACKNOWLEDGE: {
+        E.NONE: Action.NONE,
+        **{code: Action.REFRESH_METADATA for code in (
+            E.NOT_LEADER_OR_FOLLOWER, E.LEADER_NOT_AVAILABLE, E.FENCED_LEADER_EPOCH, E.UNKNOWN_TOPIC_OR_PARTITION,
+            E.UNKNOWN_TOPIC_ID, E.INCONSISTENT_TOPIC_ID, E.KAFKA_STORAGE_ERROR)},
+        **{code: Action.RETRY for code in (
+            E.SHARE_SESSION_NOT_FOUND, E.INVALID_SHARE_SESSION_EPOCH, E.REQUEST_TIMED_OUT, E.NETWORK_EXCEPTION)},
+        E.INVALID_RECORD_STATE: Action.RAISE,
+        E.TOPIC_AUTHORIZATION_FAILED: Action.RAISE,
+        E.GROUP_AUTHORIZATION_FAILED: Action.RAISE,
+        E.INVALID_REQUEST: Action.RAISE,
+        E.FENCED_STATE_EPOCH: Action.RAISE,
+    },
     A.FETCH: _PARTITION_DATA,
     # an offset looked up by time is never "out of range" (Java has no reset here either)
     A.LIST_OFFSETS: {e: a for e, a in _PARTITION_DATA.items() if a is not Action.RESET_OFFSET},

@@ -204,10 +204,18 @@ class ShareConsumer(Generic[K, V]):
         limit = self._check_poll(timeout_ms, max_records)
         with self._ownership.acquired():
             self._ensure_open()
+            self._client.maybe_trigger_wakeup()
+            # what came since the last call first: an error it brought (a record that could not be
+            # deserialized) is raised before the last poll's records are settled, so that the
+            # application may still acknowledge that record by its position
+            self._engine.take_answers()
+            self._engine.run_callbacks()
+            error = self._engine.take_error()
+            if error is not None:
+                raise error
+            self._settle_last_poll()
             if not self._topics:
                 raise IllegalStateError("Consumer is not subscribed to any topics: call subscribe() first")
-            self._client.maybe_trigger_wakeup()
-            self._settle_last_poll()
             self._start_heartbeat()
             self._engine.metrics.polls += 1
             timer = Timer(self._clock, timeout_ms)
@@ -381,6 +389,9 @@ class ShareConsumer(Generic[K, V]):
     def _ensure_open(self) -> None:
         if self._closed:
             raise IllegalStateError("This consumer has already been closed.")
+        if self._engine.in_callback:
+            raise IllegalStateError("ShareConsumer methods are not accessible from the acknowledgement commit "
+                                    "callback: it runs inside poll(), the commits and close()")
 
     def _start_heartbeat(self) -> None:
         if self._heartbeat is None:

@@ -62,6 +62,7 @@ class ShareEngine:
         self._waiting: set[int] = set()
         self._for_callback: list[AckOutcome] = []
         self._errors: list[BaseException] = []  # raised by poll(), one per call
+        self.in_callback = False
 
     # -- the group and the sessions -----------------------------------------------------------
     def wanted(self) -> dict[int, dict[TopicPartition, TopicIdPartition]]:
@@ -102,9 +103,9 @@ class ShareEngine:
         self.fetcher.send_acks()
 
     def take_answers(self) -> None:
+        """The answers that came, and what requests that could not go decided meanwhile."""
         f = self.fetcher
-        if not f.handle_answers():
-            return
+        f.handle_answers()
         for tp, node, offset in f.undeliverable:
             self.in_flight.undeliverable(tp, node, offset)
         f.undeliverable.clear()
@@ -173,20 +174,25 @@ class ShareEngine:
                     return dict(results)
                 if timer.expired():
                     return None
-                self.client.poll(min(timer.remaining_ms(), POLL_SLICE_MS))
+                self.client.poll_until(None, Timer(self.clock, min(timer.remaining_ms(), POLL_SLICE_MS)), wakeup=False)
         finally:
             self._waiting.discard(ticket)
             self._results.pop(ticket, None)
 
     def run_callbacks(self) -> None:
-        """Tell the callback each outcome (application thread; what it raises is logged)."""
+        """Tell the callback each outcome (application thread; what it raises is logged).  While
+        it runs, the consumer's calls raise IllegalStateError (``in_callback``), as Java's do."""
         outcomes, self._for_callback = self._for_callback, []
         callback = self.callback
         if callback is None:
             return
-        for outcome in outcomes:
-            try:
-                callback({outcome.partition: set(outcome.offsets)}, outcome.error)
-            except Exception:  # the application's own bug: logged, as Java does
-                log.exception("the acknowledgement commit callback raised")
+        self.in_callback = True
+        try:
+            for outcome in outcomes:
+                try:
+                    callback({outcome.partition: set(outcome.offsets)}, outcome.error)
+                except Exception:  # the application's own bug: logged, as Java does
+                    log.exception("the acknowledgement commit callback raised")
+        finally:
+            self.in_callback = False
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import collections
 import logging
+import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,13 +26,16 @@ from typing import Any
 from ..consumer.records import Deserializer, decode_batches
 from ..error_codes import ErrorCode, error_name
 from ..errors import (
-    AcknowledgementFailedError, BrokerError, GroupClientError, InvalidRecordStateError, RecordDeserializationError,
+    AcknowledgementFailedError, BrokerError, GroupClientError, InvalidRecordStateError, NodeNotReadyError,
+    RecordDeserializationError, UnsupportedCodecError,
 )
 from ..network.client import NetworkClient
+from ..network.future import RequestFuture
 from ..protocol.apis import ApiKey
 from ..protocol.error_table import Action, action_for, error_for
 from ..protocol.share_group import (
-    AcknowledgeType, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
+    AcknowledgeType, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareAcquireMode, ShareFetchRequest,
+    ShareFetchResponse,
 )
 from ..structs import TopicPartition
 from .in_flight import Batch, acknowledgement_batches
@@ -57,6 +61,7 @@ class ShareFetchConfig:
     check_crcs: bool
     key_deserializer: Callable[[str], Deserializer]
     value_deserializer: Callable[[str], Deserializer]
+    retry_backoff_ms: int = 100  # before asking a broker again after an error answer
 
 
 @dataclass(frozen=True)
@@ -117,6 +122,7 @@ class ShareFetcher:
         self._pending_ticket: dict[int, int] = {}  # per node: the newest ticket among its pending ones
         self.acquisition_lock_timeout_ms: int | None = None
         self.problems = FetchProblems()
+        self._turn = -1  # record_limit: the leader whose turn it is to acquire
         # acquired records that could not be deserialized: (partition, node, offset), acknowledged
         # by offset (in_flight.py)
         self.undeliverable: list[tuple[TopicPartition, int, int]] = []
@@ -163,8 +169,8 @@ class ShareFetcher:
         those of a node with a request on its way wait for its answer."""
         for node in list(self.pending):
             session = self.sessions.get(node)
-            if session is not None and session.in_flight:
-                continue
+            if session is not None and (session.in_flight or not self.client.ready(node)):
+                continue  # after its answer, or once connected (a dropped connection fails the acks then)
             acks = self.pending.pop(node)
             ticket = self._pending_ticket.pop(node, 0)
             if session is None:
@@ -188,8 +194,16 @@ class ShareFetcher:
         """Send a ShareFetch to each node in ``wanted`` (its partitions) with no request on its
         way, carrying its pending acknowledgements; and one that only forgets, to a node whose
         session still holds partitions no longer wanted."""
-        for node, parts in wanted.items():
-            self._fetch_from(node, parts)
+        nodes = sorted(wanted)
+        if self.config.acquire_mode == ShareAcquireMode.RECORD_LIMIT and nodes:
+            # at most max_records records in all, as Java's: one leader acquires at a time, in turn
+            self._turn = (self._turn + 1) % len(nodes)
+            nodes = nodes[self._turn:self._turn + 1]
+        now = self._now()
+        for node in nodes:
+            session = self.sessions.get(node)
+            if session is None or not session.backing_off(now):
+                self._fetch_from(node, wanted[node])
         for node, session in self.sessions.items():
             if node not in wanted and session.is_open and session.partitions and not session.in_flight:
                 self._fetch_from(node, {})
@@ -232,6 +246,14 @@ class ShareFetcher:
         c = self.config
         r = sent.request
         session = self.sessions[sent.node]
+        api = ShareAcknowledgeRequest if sent.ack_only else ShareFetchRequest
+        version = self.client.version_for(sent.node, api.API_KEY)
+        if r.renews and version is not None and version < 2:
+            # RENEW is ShareFetch/ShareAcknowledge v2 (Kafka 4.2): the acknowledgements fail here
+            self._fail_acks(sent.acks, sent.ticket, AcknowledgementFailedError(
+                ErrorCode.UNSUPPORTED_VERSION, f"broker {sent.node} has {api.__name__} v{version}, and RENEW needs "
+                "v2 (Kafka 4.2 or later)"))
+            return RequestFuture.failed_with(NodeNotReadyError("not sent"))
         session.in_flight = True
         if sent.ack_only:
             def build(version: int) -> Any:
@@ -251,6 +273,11 @@ class ShareFetcher:
                     is_renew_ack=r.renews, topics=_fetch_topics(r),
                     forgotten_topics_data=_forgotten(r.forgotten))
             future = self.client.send(sent.node, ShareFetchRequest, ShareFetchResponse, build)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s to broker %d: epoch %d, adds %d, forgets %d, acknowledges %s%s",
+                      "ShareAcknowledge" if sent.ack_only else "ShareFetch", sent.node, r.epoch, len(r.added),
+                      len(r.forgotten), {f"{tp.topic}-{tp.partition}": len(a[1]) for tp, a in sent.acks.items()},
+                      "" if sent.ack_only or sent.fetching else " (no records asked)")
         future.add_callback(lambda response: self._queue(sent, response, None))
         future.add_errback(lambda exc: self._queue(sent, None, exc))
         return future
@@ -264,44 +291,68 @@ class ShareFetcher:
     # -- answers (application thread) ---------------------------------------------------------
     def handle_answers(self) -> int:
         """Take the answers that came: records into the buffer, outcomes of acknowledgements,
-        sessions' epochs.  The number of answers taken."""
+        sessions' epochs.  The number of answers taken.  An answer that cannot be handled (a bug
+        of groupclient's) is raised after the others are taken."""
         with self._answers_lock:
             answers = list(self._answers)
             self._answers.clear()
+        failure: BaseException | None = None
         for sent, response, error in answers:
             session = self.sessions[sent.node]
             session.in_flight = False
-            if error is not None:
-                session.failed()
-                self._fail_acks(sent.acks, sent.ticket, _failed_ack(error, sent.node))
-                if not isinstance(error, BrokerError) or error.code != ErrorCode.UNSUPPORTED_VERSION:
-                    log.info("share session with broker %d: request failed (%s); a new session follows",
-                             sent.node, error)
+            try:
+                if error is not None:
+                    self._take_failure(session, sent, error)
                 else:
-                    self.problems.errors.append(error)
-                continue
-            self._take_answer(session, sent, response)
+                    self._take_answer(session, sent, response)
+            except Exception as exc:  # the rest of the answers are still taken
+                log.exception("handling an answer of broker %d failed", sent.node)
+                failure = failure or exc
+        if failure is not None:
+            raise failure
         return len(answers)
+
+    def _take_failure(self, session: ShareSession, sent: _Sent, error: BaseException) -> None:
+        """The request got no answer: a request never sent (the node not ready) changes nothing;
+        else the broker ended the session with the connection."""
+        if isinstance(error, NodeNotReadyError):
+            self._fail_acks(sent.acks, sent.ticket, _failed_ack(error, sent.node))
+            return
+        session.failed()
+        session.back_off(self._now() + self.config.retry_backoff_ms)
+        self._fail_acks(sent.acks, sent.ticket, _failed_ack(error, sent.node))
+        if isinstance(error, BrokerError) and error.code == ErrorCode.UNSUPPORTED_VERSION:
+            self.problems.errors.append(error)
+        else:
+            log.info("share session with broker %d: request failed (%s); a new session follows", sent.node, error)
+
+    def _now(self) -> int:
+        return self.client.clock.monotonic_ms()
 
     def _take_answer(self, session: ShareSession, sent: _Sent, response: Any) -> None:
         code = response.error_code
-        took = session.answered(code)
-        if not took:
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("broker %d answered epoch %d: %s; %s", sent.node, sent.request.epoch, error_name(code), [
+                (p.partition_index, error_name(p.error_code), error_name(getattr(p, "acknowledge_error_code", 0)),
+                 [(a.first_offset, a.last_offset, a.delivery_count) for a in getattr(p, "acquired_records", [])])
+                for t in response.responses for p in t.partitions])
+        fetch = isinstance(response, ShareFetchResponse)
+        api = ApiKey.SHARE_FETCH if fetch else ApiKey.SHARE_ACKNOWLEDGE
+        if not session.answered(code):
             message = f" ({response.error_message})" if response.error_message else ""
-            api = ApiKey.SHARE_FETCH if isinstance(response, ShareFetchResponse) else ApiKey.SHARE_ACKNOWLEDGE
-            error = _ack_error(code, api, f"{api_label(api)} to broker {sent.node}: {error_name(code)}{message}")
+            error = _ack_error(code, f"{api_label(api)} to broker {sent.node}: {error_name(code)}{message}")
             self._fail_acks(sent.acks, sent.ticket, error)
-            if action_for(code, api) is Action.FATAL or action_for(code, api) is Action.RAISE:
-                self.problems.errors.append(error)
+            self._act(action_for(code, api), error)
+            session.back_off(self._now() + self.config.retry_backoff_ms)
             return
         lock_ms = getattr(response, "acquisition_lock_timeout_ms", None)
         if lock_ms is not None and lock_ms > 0:
             self.acquisition_lock_timeout_ms = int(lock_ms)
-        fetch = isinstance(response, ShareFetchResponse)
         answered: set[TopicPartition] = set()
         # the partitions an answer may name: the session's, and those the request acknowledged
         named = {tip: tp for tp, (tip, _) in sent.acks.items()}
         named.update((tip, tp) for tp, tip in session.partitions.items())
+        troubled = False
         for topic in response.responses:
             for p in topic.partitions:
                 tp = named.get((topic.topic_id, p.partition_index))
@@ -309,76 +360,109 @@ class ShareFetcher:
                     continue
                 answered.add(tp)
                 ack_code = p.acknowledge_error_code if fetch else p.error_code
-                ack_message = p.acknowledge_error_message if fetch else p.error_message
                 if tp in sent.acks:
+                    ack_message = p.acknowledge_error_message if fetch else p.error_message
                     offsets = sent.acks[tp][1]
-                    outcome = (None if ack_code == 0 else _ack_error(
-                        ack_code, ApiKey.SHARE_ACKNOWLEDGE, f"acknowledging {tp.topic}-{tp.partition} at broker "
-                        f"{sent.node}" + (f": {ack_message}" if ack_message else "")))
+                    outcome = None if ack_code == 0 else _ack_error(
+                        ack_code, f"acknowledging {tp.topic}-{tp.partition} at broker {sent.node}"
+                        + (f": {ack_message}" if ack_message else ""))
                     self.outcomes.append(AckOutcome(tp, frozenset(offsets), _renews(offsets), outcome, sent.ticket))
-                if fetch:
-                    self._take_partition(sent.node, tp, (topic.topic_id, p.partition_index), p)
-                elif p.error_code in _LEADER_MOVED:
-                    self.problems.refresh_metadata = True
+                    if action_for(ack_code, ApiKey.SHARE_ACKNOWLEDGE) is Action.REFRESH_METADATA:
+                        self.problems.refresh_metadata = True
+                if fetch and p.error_code:
+                    troubled = True
+                    self._act(action_for(p.error_code, api), error_for(
+                        p.error_code, api, f"ShareFetch of {tp.topic}-{tp.partition}"
+                        + (f": {p.error_message}" if p.error_message else "")))
+                elif fetch and p.acquired_records:
+                    self._take_records(sent.node, tp, (topic.topic_id, p.partition_index), p)
+        if troubled:  # not again at once: the same answer would come
+            session.back_off(self._now() + self.config.retry_backoff_ms)
         missing = {tp: v for tp, v in sent.acks.items() if tp not in answered}
         if missing:  # an answer is owed for every partition acknowledged; none came
-            self._fail_acks(missing, sent.ticket, AcknowledgementFailedError(
-                ErrorCode.UNKNOWN_SERVER_ERROR, f"broker {sent.node} did not answer for these acknowledgements"))
+            self._fail_acks(missing, sent.ticket, InvalidRecordStateError(
+                ErrorCode.INVALID_RECORD_STATE, f"broker {sent.node} did not answer for these acknowledgements"))
 
-    def _take_partition(self, node: int, tp: TopicPartition, tip: TopicIdPartition, p: Any) -> None:
-        if p.error_code:
-            action = action_for(p.error_code, ApiKey.SHARE_FETCH)
-            if action is Action.REFRESH_METADATA:
-                self.problems.refresh_metadata = True
-            elif action is not Action.RETRY:
-                self.problems.errors.append(error_for(
-                    p.error_code, ApiKey.SHARE_FETCH, f"ShareFetch of {tp.topic}-{tp.partition}"
-                    + (f": {p.error_message}" if p.error_message else "")))
-            return
-        if not p.acquired_records:
-            return
-        records, gaps = self._acquired(node, tp, p.records or b"", p.acquired_records)
+    def _act(self, action: Action, error: BaseException) -> None:
+        """What an error answer's action asks of the consumer (RETRY: nothing more)."""
+        if action is Action.REFRESH_METADATA:
+            self.problems.refresh_metadata = True
+        elif action is not Action.RETRY and action is not Action.NONE:
+            self.problems.errors.append(error)
+
+    def _take_records(self, node: int, tp: TopicPartition, tip: TopicIdPartition, p: Any) -> None:
+        records, gaps, rejected = self._acquired(node, tp, p.records or b"", p.acquired_records)
         if records:
             self.buffer.append(Chunk(tp, node, records))
-        if gaps:
-            self.queue_acks(node, {tp: (tip, {o: AcknowledgeType.GAP for o in gaps})}, 0)
+        acks = {o: int(AcknowledgeType.GAP) for o in gaps}
+        acks.update((o, int(AcknowledgeType.REJECT)) for o in rejected)
+        if acks:
+            self.queue_acks(node, {tp: (tip, acks)}, 0)
 
-    def _acquired(self, node: int, tp: TopicPartition, data: bytes,
-                  ranges: list[Any]) -> tuple[list[ShareRecord[Any, Any]], list[int]]:
-        """The records of ``data`` in the acquired ``ranges``, each with its delivery count, and
-        the acquired offsets with no record (gaps)."""
+    def _acquired(self, node: int, tp: TopicPartition, data: bytes, ranges: list[Any]
+                  ) -> tuple[list[ShareRecord[Any, Any]], list[int], list[int]]:
+        """The records of ``data`` in the acquired ``ranges``, each with its delivery count; the
+        acquired offsets with no record (gaps); and those of a batch that cannot be read (rejected,
+        as Java does: a corrupt batch is never going to be read)."""
         spans = sorted((r.first_offset, r.last_offset, r.delivery_count) for r in ranges)
         firsts = [s[0] for s in spans]
+
+        def span_of(offset: int) -> int:
+            i = bisect.bisect_right(firsts, offset) - 1
+            return i if i >= 0 and offset <= spans[i][1] else -1
+
         out: list[ShareRecord[Any, Any]] = []
         seen: set[int] = set()
+        rejected: list[int] = []
         c = self.config
+        kd, vd = c.key_deserializer(tp.topic), c.value_deserializer(tp.topic)
         start = spans[0][0]
-        while True:
+        end = spans[-1][1]
+        while start <= end:
             try:
-                for batch in decode_batches(data, start, tp.topic, tp.partition, c.key_deserializer(tp.topic),
-                                            c.value_deserializer(tp.topic), c.check_crcs):
+                for batch in decode_batches(data, start, tp.topic, tp.partition, kd, vd, c.check_crcs):
                     for record in batch:
-                        i = bisect.bisect_right(firsts, record.offset) - 1
-                        if i >= 0 and record.offset <= spans[i][1]:
+                        i = span_of(record.offset)
+                        if i >= 0:
                             out.append(share_record(record, spans[i][2]))
                             seen.add(record.offset)
                 break
             except RecordDeserializationError as exc:
                 for record in exc.records_before:
-                    i = bisect.bisect_right(firsts, record.offset) - 1
-                    if i >= 0 and record.offset <= spans[i][1]:
+                    i = span_of(record.offset)
+                    if i >= 0:
                         out.append(share_record(record, spans[i][2]))
                         seen.add(record.offset)
-                seen.add(exc.offset)
-                self.undeliverable.append((tp, node, exc.offset))
-                self.problems.errors.append(_undeliverable(exc))
+                if span_of(exc.offset) >= 0:  # one of ours: released unless acknowledged otherwise
+                    seen.add(exc.offset)
+                    self.undeliverable.append((tp, node, exc.offset))
+                    self.problems.errors.append(_undeliverable(exc))
                 start = exc.offset + 1
+            except (BrokerError, UnsupportedCodecError) as exc:
+                # a batch that cannot be read: where the records decoded stop
+                resume = max(max(seen, default=start - 1) + 1, start)
+                unreadable = _batch_at(data, resume)
+                if unreadable is None:
+                    break
+                first, last = unreadable
+                rejected += [o for o in range(max(first, resume), last + 1) if span_of(o) >= 0 and o not in seen]
+                seen.update(rejected)
+                self.problems.errors.append(exc)
+                start = last + 1
         gaps = [o for first, last, _ in spans for o in range(first, last + 1) if o not in seen]
-        return out, gaps
+        return out, gaps, rejected
 
 
-_LEADER_MOVED = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH,
-                           ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID})
+def _batch_at(data: bytes, offset: int) -> tuple[int, int] | None:
+    """The (first, last) offsets of the first batch of ``data`` that ends at or after ``offset``."""
+    pos, size = 0, len(data)
+    while pos + 27 <= size:
+        base, length = struct.unpack_from(">qi", data, pos)
+        last = base + struct.unpack_from(">i", data, pos + 23)[0] if data[pos + 16] >= 2 else base
+        if last >= offset:
+            return base, last
+        pos += 12 + max(length, 0)
+    return None
 
 
 def api_label(api: ApiKey) -> str:
@@ -424,7 +508,7 @@ def _forgotten(tips: list[TopicIdPartition]) -> list[Any]:
     return [ShareFetchRequest.ForgottenTopic(topic_id=t, partitions=p) for t, p in by_topic.items()]
 
 
-def _ack_error(code: int, api: ApiKey, what: str) -> GroupClientError:
+def _ack_error(code: int, what: str) -> GroupClientError:
     if code == ErrorCode.INVALID_RECORD_STATE:
         return InvalidRecordStateError(code, what)
     return AcknowledgementFailedError(code, what)
@@ -440,7 +524,7 @@ def _undeliverable(exc: RecordDeserializationError) -> RecordDeserializationErro
     tp = exc.partition
     error = RecordDeserializationError(tp, exc.offset, exc.key_or_value, exc.__cause__ or exc)
     error.args = (f"the {exc.key_or_value} deserializer failed on the record at offset {exc.offset} of "
-                  f"{tp.topic}-{tp.partition}: {exc.__cause__!r}; it was not returned: acknowledge it with "
-                  f"acknowledge({tp.topic!r}, {tp.partition}, {exc.offset}, AcknowledgeType.REJECT) (or RELEASE), "
-                  "or the next poll() rejects it",)
+                  f"{tp.topic}-{tp.partition}: {exc.__cause__!r}; it was not returned, and is released (delivered "
+                  f"again) unless acknowledged otherwise before the next poll(): acknowledge({tp.topic!r}, "
+                  f"{tp.partition}, {exc.offset}, AcknowledgeType.REJECT) drops it for good",)
     return error

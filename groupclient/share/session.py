@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 
 from ..error_codes import ErrorCode
-from ..protocol.share_group import CLOSE_SESSION_EPOCH, OPEN_SESSION_EPOCH
+from ..protocol.share_group import CLOSE_SESSION_EPOCH, OPEN_SESSION_EPOCH, AcknowledgeType
 from ..structs import TopicPartition
 from .in_flight import Batch
 
@@ -50,7 +50,7 @@ class SessionRequest:
     def renews(self) -> bool:
         """It renews locks (KIP-1222): the request may carry no other acknowledgement kind's
         fetch, so it fetches nothing."""
-        return any(4 in types for _, batches in self.acks.values() for _, _, types in batches)
+        return any(AcknowledgeType.RENEW in types for _, batches in self.acks.values() for _, _, types in batches)
 
 
 class ShareSession:
@@ -62,6 +62,14 @@ class ShareSession:
         # the partitions the broker fetches for this session (as the last request left them)
         self.partitions: dict[TopicPartition, TopicIdPartition] = {}
         self.in_flight = False
+        self._retry_at = 0  # no request before then (monotonic ms): the last answer was an error
+
+    def back_off(self, until: int) -> None:
+        """The last answer was an error: ask again only from ``until`` on."""
+        self._retry_at = until
+
+    def backing_off(self, now: int) -> bool:
+        return now < self._retry_at
 
     @property
     def is_open(self) -> bool:

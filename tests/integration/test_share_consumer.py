@@ -18,7 +18,6 @@ from groupclient.errors import IllegalStateError, InvalidRecordStateError
 from groupclient.structs import TopicPartition
 from tests.integration import external
 from tests.integration.kip848_wire import unique
-from tests.integration.peers import wait_until
 
 A = AcknowledgeType
 

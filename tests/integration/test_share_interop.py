@@ -21,8 +21,9 @@ from tests.integration.kip848_wire import coordinator_of, unique
 from tests.integration.peers import wait_until
 from tests.integration.share_peers import SharePeer
 
-RECORDS = 600
 PARTITIONS = 2
+WAVE = 120  # records produced at a time
+WAVES = 20
 
 
 @pytest.fixture(params=["embedded", pytest.param("kafka", marks=pytest.mark.kafka)])
@@ -58,13 +59,21 @@ def _members_assigned(bootstrap: str, group: str) -> int:
     return sum(1 for m in described.members if any(tp.partitions for tp in m.assignment.topic_partitions))
 
 
-def _produce(bootstrap: str, topic: str) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, batch_size=2048)
+def _produce(bootstrap: str, topic: str, first: int, count: int) -> None:
+    """Records m<first> .. m<first + count - 1>, spread over the partitions in turn."""
+    # small batches: a member in batch_optimized mode acquires a whole batch at a time
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, batch_size=256)
     try:
-        for future in [producer.send(topic, f"m{i}".encode(), partition=i % PARTITIONS) for i in range(RECORDS)]:
+        for future in [producer.send(topic, f"m{i}".encode(), partition=i % PARTITIONS)
+                       for i in range(first, first + count)]:
             future.get(20)
     finally:
         producer.close()
+
+
+def _offsets(records: int) -> set[tuple[int, int]]:
+    """The (partition, offset) of records m0 .. m<records - 1>."""
+    return {(i % PARTITIONS, i // PARTITIONS) for i in range(records)}
 
 
 def test_three_clients_share_a_group_through_a_kill_and_a_leave(bootstrap: str) -> None:
@@ -74,23 +83,31 @@ def test_three_clients_share_a_group_through_a_kill_and_a_leave(bootstrap: str) 
              "java": SharePeer("java", bootstrap, group, topic, "java-1", max_records=5, work_ms=10)}
     peers = list(start.values())
     try:
-        # the records come once every member has its partitions, so that each gets some
+        # the records come once every member has its partitions, in waves until every client
+        # has worked in the group (one slower to fetch, a JVM warming up, gets fewer of a wave)
         assert wait_until(lambda: _members_assigned(bootstrap, group) == 3, 90), [p.describe() for p in peers]
-        _produce(bootstrap, topic)
-        for peer in peers:  # every client works in the group
-            assert peer.wait_for(lambda p: len(p.accepted) >= 10, 90), peer.describe()
+        produced = 0
+        for _ in range(WAVES):
+            _produce(bootstrap, topic, produced, WAVE)
+            produced += WAVE
+            if all(peer.wait_for(lambda p: len(p.accepted) >= 10, 10) for peer in peers):
+                break
+        assert all(len(peer.accepted) >= 10 for peer in peers), [p.describe() for p in peers]
+        # while they hold records: one is killed, one leaves; a new member joins for the rest
+        _produce(bootstrap, topic, produced, WAVE)
+        produced += WAVE
         start["confluent"].kill()
         start["java"].terminate()
         last = SharePeer("groupclient", bootstrap, group, topic, "gc-2", max_records=50)
         peers.append(last)
+        everything = _offsets(produced)
 
         def accepted() -> int:
             return len({k for p in peers for k in p.accepted})
 
         deadline = time.monotonic() + 120
-        while accepted() < RECORDS and time.monotonic() < deadline:
+        while accepted() < len(everything) and time.monotonic() < deadline:
             last.wait_for(lambda p: False, 0.5)
-        everything = {(i % PARTITIONS, i // PARTITIONS) for i in range(RECORDS)}
         got = {k for p in peers for k in p.accepted}
         assert got == everything, (len(got), [p.describe() for p in peers])
         # accepted once: no two members' acceptances of one record

@@ -1,7 +1,7 @@
 // A Java KafkaShareConsumer share-group member for groupclient's tests. Reports JSON lines on
 // stdout as tests/peers/share_common.py describes: ready, delivered, accepted, refused, error,
 // closing, closed. Explicit acknowledgement: each record accepted, then commitSync. SIGTERM
-// closes it gracefully (its share sessions closed, then it leaves the group).
+// closes it gracefully after the poll under way (its share sessions closed, then it leaves the group).
 import java.time.Duration;
 import java.util.*;
 import org.apache.kafka.clients.consumer.*;
@@ -38,9 +38,10 @@ public class JavaSharePeer {
         consumer.subscribe(List.of(args.get("topic")));
         final Thread main = Thread.currentThread();
         final boolean[] stopping = {false};
+        // no wakeup(): one that lands in commitSync() leaves its acknowledgements to close(), which
+        // sends them with nothing to report what the broker said; the loop ends at its next turn
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             stopping[0] = true;
-            consumer.wakeup();
             try { main.join(20000); } catch (InterruptedException ignored) { }
         }));
         report("{\"event\":\"ready\"}");

@@ -17,6 +17,10 @@ from groupclient import ShareConsumer  # noqa: E402
 
 def main() -> int:
     args = share_arguments("gc-share-peer")
+    if os.environ.get("GC_SHARE_PEER_LOG"):  # a file per peer, for debugging a test
+        import logging
+        logging.basicConfig(filename=f"{os.environ['GC_SHARE_PEER_LOG']}-{args.client_id}.log", level=logging.DEBUG,
+                            format="%(asctime)s %(threadName)s %(name)s %(message)s")
     install_stop_handlers()
     consumer = ShareConsumer(args.topic, bootstrap_servers=args.bootstrap, group_id=args.group,
                              client_id=args.client_id, max_poll_records=args.max_records,

@@ -411,6 +411,10 @@ def check(api: ApiKey, code: int, action: Action, o: Observed) -> None:
         check_consumer_group_heartbeat(code, action, o)
     elif api == ApiKey.SHARE_GROUP_HEARTBEAT:
         check_share_group_heartbeat(code, action, o)
+    elif api == ApiKey.SHARE_FETCH:
+        check_share_fetch(code, action, o)
+    elif api == ApiKey.SHARE_ACKNOWLEDGE:
+        check_share_acknowledge(code, action, o)
     else:
         raise AssertionError(f"no path for {api!r}")
 
@@ -499,7 +503,93 @@ def check_share_group_heartbeat(code: int, action: Action, o: Observed) -> None:
         assert x["next"][0] == (1, True)  # sent again, naming the subscription
 
 
+def share_fetch(code: int, top_level: bool) -> Observed:
+    """A share consumer's ShareFetch answered ``code`` (for the request, or for its partition),
+    then the next one with records."""
+    from groupclient import AcknowledgeType
+
+    from .test_share_fetcher import Fetching, fetch_answer, part, records
+
+    f = Fetching()
+    good = part(records(0, 2), [(0, 1, 1)])
+    if code == 0:
+        first = fetch_answer([good])
+    elif top_level:
+        first = fetch_answer([good], error=code)  # type: ignore[arg-type]
+    else:
+        first = fetch_answer([part(error=code)])  # type: ignore[arg-type]
+    observed = Observed(raised=f.turn(first))
+    x = observed.extra
+    x["refreshed"], x["records"] = f.refreshed(), [r.offset for r in f.take()]
+    f.clock.advance(100)  # the backoff after an error answer
+    f.in_flight.acknowledge_all(AcknowledgeType.ACCEPT)
+    f.engine.send_acknowledged()
+    then = f.turn(fetch_answer([part(records(0, 2), [(0, 1, 1)])] if not x["records"] else []))
+    x["then"] = x["records"] + [r.offset for r in f.take()]
+    x["then_raised"] = then
+    x["epochs"] = [r.share_session_epoch for r in f.sent(ApiKey.SHARE_FETCH)]
+    x["top_level"] = top_level
+    return observed
+
+
+def check_share_fetch(code: int, action: Action, o: Observed) -> None:
+    from groupclient.share.session import LOST_SESSION
+
+    x = o.extra
+    assert o.fatal is None and x["then_raised"] is None
+    assert x["then"] == [0, 1]  # the consumer goes on, whatever came first
+    if action is A.NONE:
+        assert o.raised is None and x["records"] == [0, 1] and x["epochs"] == [0, 1]
+        return
+    assert x["records"] == []
+    if action is A.RAISE:
+        assert isinstance(o.raised, RequestFailedError) and raised_code(o) == code  # raised once
+    else:
+        assert action in (A.RETRY, A.REFRESH_METADATA), action
+        assert o.raised is None and x["refreshed"] is (action is A.REFRESH_METADATA)
+    # the session's errors start it again; any other answer moves it on (Java's ShareSessionHandler)
+    assert x["epochs"] == [0, 0 if x["top_level"] and code in LOST_SESSION else 1]
+
+
+def share_acknowledge(code: int) -> Observed:
+    """A commit's ShareAcknowledge answered ``code`` for its partition."""
+    from groupclient import AcknowledgeType
+    from groupclient.clock import Timer
+
+    from .test_share_fetcher import Fetching, ack_answer, fetch_answer, part, records
+
+    f = Fetching()
+    f.turn(fetch_answer([part(records(0, 2), [(0, 1, 1)])]))
+    f.take()
+    f.in_flight.acknowledge_all(AcknowledgeType.ACCEPT)
+    sent = f.engine.send_acknowledged(wait=True)
+    assert sent is not None
+    f.acks.append(ack_answer(partition_error=code))  # type: ignore[arg-type]
+    results = f.engine.wait_for(sent[0], sent[1], Timer(f.clock, 1000), lambda: None)
+    observed = Observed(raised=f.turn(fetch_answer([])))
+    observed.extra.update(results=results, refreshed=f.refreshed(), callback=list(f.outcomes))
+    return observed
+
+
+def check_share_acknowledge(code: int, action: Action, o: Observed) -> None:
+    from groupclient.errors import AcknowledgementFailedError, InvalidRecordStateError
+
+    x = o.extra
+    assert o.raised is None and o.fatal is None  # an outcome, never raised from poll()
+    [(tp, outcome)] = x["results"].items()
+    assert [(offsets, error) for offsets, error in x["callback"]] == [({tp: {0, 1}}, outcome)]
+    if action is A.NONE:
+        assert outcome is None
+        return
+    assert isinstance(outcome, AcknowledgementFailedError) and int(outcome.code) == code
+    assert isinstance(outcome, InvalidRecordStateError) is (code == ErrorCode.INVALID_RECORD_STATE)
+    assert x["refreshed"] is (action is A.REFRESH_METADATA)
+
+
 PATHS: dict[str, tuple[ApiKey, Callable[[int], Observed]]] = {
+    "ShareFetch(request)": (ApiKey.SHARE_FETCH, lambda code: share_fetch(code, top_level=True)),
+    "ShareFetch(partition)": (ApiKey.SHARE_FETCH, lambda code: share_fetch(code, top_level=False)),
+    "ShareAcknowledge": (ApiKey.SHARE_ACKNOWLEDGE, share_acknowledge),
     "ShareGroupHeartbeat": (ApiKey.SHARE_GROUP_HEARTBEAT, share_group_heartbeat),
     "ConsumerGroupHeartbeat": (ApiKey.CONSUMER_GROUP_HEARTBEAT, consumer_group_heartbeat),
     "FindCoordinator": (ApiKey.FIND_COORDINATOR, find_coordinator),
