@@ -29,7 +29,8 @@ from ..error_codes import ErrorCode
 from ..protocol.apis import ApiKey
 from .client import AdminConnection, AdminError, GroupNotFoundError, check
 from .consumer_groups import describe_consumer_group
-from .model import CLASSIC, CONSUMER, Coordinator, GroupDescription, ListedGroup, Member, PartitionLag
+from .model import CLASSIC, CONSUMER, SHARE, Coordinator, GroupDescription, ListedGroup, Member, PartitionLag
+from .share_groups import describe_share_group, share_group_offsets
 from .time_lag import time_lags
 
 LATEST, EARLIEST = -1, -2  # ListOffsets: the log end offset, the log start offset
@@ -80,20 +81,25 @@ class GroupAdmin:
         ``time_lag`` (which implies ``offsets``): each partition's lag in time too, from the
         timestamp of the last record consumed (:mod:`.time_lag`: a Fetch per partition leader)."""
         offsets = offsets or time_lag
-        def attempt() -> tuple[GroupDescription, dict[TopicPartition, int]]:
+        def attempt() -> tuple[GroupDescription, dict[TopicPartition, int], dict[TopicPartition, int | None]]:
             coordinator = self._find_coordinator(group_id, timer)
             description = self._describe_either(coordinator, group_id, timer)
-            committed = self._committed(coordinator.node_id, description, timer) if offsets else {}
-            return description, committed
+            if not offsets:
+                return description, {}, {}
+            if description.group_type == SHARE:  # where each share-partition starts, and its lag
+                found = share_group_offsets(self.conn, coordinator.node_id, group_id, timer)
+                return description, {tp: start for tp, (start, _) in found.items()}, {
+                    tp: lag for tp, (_, lag) in found.items()}
+            return description, self._committed(coordinator.node_id, description, timer), {}
 
-        description, committed = self.conn.retrying(f"describing group {group_id}", timer, attempt)
+        description, committed, reported = self.conn.retrying(f"describing group {group_id}", timer, attempt)
         if not offsets:
             return description
         assigned = description.assigned()
         partitions = sorted(set(committed) | set(assigned))
         ends = self._end_offsets(partitions, timer)
-        lags = tuple(PartitionLag(tp.topic, tp.partition, committed.get(tp), ends.get(tp), assigned.get(tp))
-                     for tp in partitions)
+        lags = tuple(PartitionLag(tp.topic, tp.partition, committed.get(tp), ends.get(tp), assigned.get(tp),
+                                  reported_lag=reported.get(tp)) for tp in partitions)
         if time_lag:
             seconds = time_lags(self.conn, lags, timer, partial(self._end_offsets, timer=timer, timestamp=EARLIEST))
             lags = tuple(replace(p, time_lag_s=seconds.get(TopicPartition(p.topic, p.partition))) for p in lags)
@@ -124,18 +130,22 @@ class GroupAdmin:
         return coordinator
 
     def _describe_either(self, coordinator: Coordinator, group_id: str, timer: Timer) -> GroupDescription:
-        """DescribeGroups or ConsumerGroupDescribe, the group's last known kind first; the other
-        when the first says "not found" (a group can change kind: Kafka converts a group between
-        the protocols as its members do)."""
-        kinds = (CONSUMER, CLASSIC) if self._kinds.get(group_id) == CONSUMER else (CLASSIC, CONSUMER)
+        """DescribeGroups, ConsumerGroupDescribe or ShareGroupDescribe, the group's last known kind
+        first; the others when the first says "not found" (a group can change kind: Kafka converts
+        a group between the protocols as its members do)."""
+        last = self._kinds.get(group_id)
+        kinds = (*([last] if last else []), *(k for k in (CLASSIC, CONSUMER, SHARE) if k != last))
         for kind in kinds:
             try:
                 if kind == CLASSIC:
                     description = self._describe_on(coordinator, group_id, timer)
-                elif self.conn.supports(coordinator.node_id, ApiKey.CONSUMER_GROUP_DESCRIBE, timer):
+                elif kind == CONSUMER and self.conn.supports(coordinator.node_id, ApiKey.CONSUMER_GROUP_DESCRIBE,
+                                                             timer):
                     description = describe_consumer_group(self.conn, coordinator, group_id, timer)
+                elif kind == SHARE and self.conn.supports(coordinator.node_id, ApiKey.SHARE_GROUP_DESCRIBE, timer):
+                    description = describe_share_group(self.conn, coordinator, group_id, timer)
                 else:
-                    continue  # a broker before Kafka 4 (or without KIP-848) has classic groups only
+                    continue  # a broker without that kind of group (before Kafka 4, or 4.2 for share)
             except GroupNotFoundError:
                 continue
             self._kinds[group_id] = kind

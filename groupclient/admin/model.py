@@ -105,9 +105,14 @@ class PartitionLag:
     # seconds since the last record consumed was written (see time_lag.py); None: unknown or
     # not asked for
     time_lag_s: float | None = None
+    # a share group's lag as its broker counts it (DescribeShareGroupOffsets v1: the records from
+    # the start offset on not yet acknowledged); ``committed`` is then the start offset
+    reported_lag: int | None = None
 
     @property
     def lag(self) -> int | None:
+        if self.reported_lag is not None:
+            return self.reported_lag
         if self.committed is None or self.end is None:
             return None
         return self.end - self.committed
@@ -130,6 +135,7 @@ class Coordinator:
 
 CLASSIC = "classic"  # a group of the classic protocol (JoinGroup, SyncGroup), described by DescribeGroups
 CONSUMER = "consumer"  # a KIP-848 consumer-protocol group, described by ConsumerGroupDescribe
+SHARE = "share"  # a KIP-932 share group, described by ShareGroupDescribe (its offsets: start offsets)
 
 
 @dataclass(frozen=True)
@@ -175,7 +181,7 @@ class GroupDescription:
             "group_id": self.group_id, "state": self.state, "protocol_type": self.protocol_type,
             "protocol": self.protocol, "type": self.group_type,
         }
-        if self.group_type == CONSUMER:
+        if self.group_type in (CONSUMER, SHARE):
             answer.update({"assignor": self.assignor, "group_epoch": self.group_epoch,
                            "assignment_epoch": self.assignment_epoch})
         answer.update({

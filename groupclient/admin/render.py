@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from ..structs import TopicPartition
 
-from .model import CONSUMER, GroupDescription, ListedGroup, Member
+from .model import CONSUMER, SHARE, GroupDescription, ListedGroup, Member
 
 NONE = "-"
 
@@ -103,7 +103,7 @@ def render_description(d: GroupDescription) -> str:
     with its epochs, assignor, and each member's subscription and target assignment)."""
     c = d.coordinator
     coordinator = f"{c.node_id} ({c.host}:{c.port})"
-    if d.group_type == CONSUMER:
+    if d.group_type in (CONSUMER, SHARE):
         parts = [table(["GROUP", "TYPE", "STATE", "ASSIGNOR", "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "MEMBERS",
                         "COORDINATOR"],
                        [[d.group_id, d.group_type, d.state, d.assignor, d.group_epoch, d.assignment_epoch,
@@ -112,7 +112,11 @@ def render_description(d: GroupDescription) -> str:
         parts = [table(["GROUP", "STATE", "PROTOCOL-TYPE", "PROTOCOL", "MEMBERS", "COORDINATOR"],
                        [[d.group_id, d.state, d.protocol_type or NONE, d.protocol or NONE, len(d.members),
                          coordinator]])]
-    if d.members and d.group_type == CONSUMER:
+    if d.members and d.group_type == SHARE:  # a partition may be several members' at once
+        parts.append(table(["MEMBER-ID", "CLIENT-ID", "CLIENT-HOST", "MEMBER-EPOCH", "SUBSCRIBED", "ASSIGNMENT"],
+                           [[m.member_id, m.client_id, m.client_host, m.member_epoch, subscription(m), _assignment(m)]
+                            for m in d.members]))
+    elif d.members and d.group_type == CONSUMER:
         parts.append(table(["MEMBER-ID", "GROUP-INSTANCE-ID", "CLIENT-ID", "CLIENT-HOST", "MEMBER-EPOCH",
                             "SUBSCRIBED", "ASSIGNMENT", "TARGET-ASSIGNMENT"],
                            [[m.member_id, m.group_instance_id, m.client_id, m.client_host, m.member_epoch,
@@ -123,7 +127,12 @@ def render_description(d: GroupDescription) -> str:
                             for m in d.members]))
     else:
         parts.append("no members")
-    if d.offsets:
+    if d.offsets and d.group_type == SHARE:
+        parts.append(table(["TOPIC", "PARTITION", "START-OFFSET", "LOG-END-OFFSET", "LAG"],
+                           [[p.topic, p.partition, p.committed, p.end, p.lag] for p in d.offsets]))
+        total = d.total_lag
+        parts.append(f"total lag: {NONE if total is None else total}")
+    elif d.offsets:
         # the time lag column only when it was asked for: the table without it stays as it was
         timed = d.with_time_lag
         parts.append(table(["TOPIC", "PARTITION", "COMMITTED-OFFSET", "LOG-END-OFFSET", "LAG",
@@ -134,7 +143,7 @@ def render_description(d: GroupDescription) -> str:
         parts.append(f"total lag: {NONE if total is None else total}"
                      + (f"\nmax time lag: {_in_s(d.max_time_lag_s)}" if timed else ""))
     else:
-        parts.append("no committed offsets")
+        parts.append("no start offsets yet" if d.group_type == SHARE else "no committed offsets")
     return "\n\n".join(parts)
 
 

@@ -231,8 +231,13 @@ class ShareConsumer(Generic[K, V]):
                     return renewed
                 if self._fetcher.buffered():
                     records = self._hand_out(self._fetcher.take_records(limit))
-                    self._engine.step(fetch=False)  # the acknowledgements that waited go now
-                    return records
+                    if records:
+                        # one fetch ahead (as librdkafka's consumer, not Java's): when the buffer is
+                        # empty now, the next records come while the application works on these;
+                        # the acknowledgements that waited go with it, or alone
+                        self._engine.step(fetch=True)
+                        return records
+                    continue  # the buffer held only records whose locks ran out
                 if timer.expired():
                     return {}
                 self._client.poll(min(timer.remaining_ms(), POLL_SLICE_MS))

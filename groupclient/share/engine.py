@@ -6,6 +6,7 @@ the application made going out, and their outcomes coming back to the callback a
 
 from __future__ import annotations
 
+import collections
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -151,9 +152,9 @@ class ShareEngine:
         by_node: dict[int, dict[TopicPartition, tuple[TopicIdPartition, dict[int, int]]]] = {}
         for tp, (node, offsets) in taken.items():
             by_node.setdefault(node, {})[tp] = (self.tips[tp], offsets)
-            for kind in offsets.values():
+            for kind, n in collections.Counter(offsets.values()).items():
                 name = AcknowledgeType(kind).name
-                self.metrics.by_type[name] = self.metrics.by_type.get(name, 0) + 1
+                self.metrics.by_type[name] = self.metrics.by_type.get(name, 0) + n
         for node, acks in by_node.items():
             self.fetcher.queue_acks(node, acks, ticket)
         if wait:

@@ -44,6 +44,9 @@ from .session import SessionRequest, ShareSession, TopicIdPartition
 
 log = logging.getLogger("groupclient.share")
 
+# a buffered record is handed out only while its lock has at least this long left
+LOCK_MARGIN_MS = 2000
+
 Fetch = ShareFetchRequest.FetchTopic
 Ack = ShareAcknowledgeRequest.AcknowledgeTopic
 Acks = dict[TopicPartition, tuple[TopicIdPartition, dict[int, int]]]  # per partition: its id, offset -> type
@@ -83,6 +86,7 @@ class Chunk:
     node: int
     records: list[ShareRecord[Any, Any]]
     taken: int = 0
+    expires_at: int | None = None  # when the broker's locks on them run out (monotonic ms)
 
 
 @dataclass
@@ -123,6 +127,7 @@ class ShareFetcher:
         self.acquisition_lock_timeout_ms: int | None = None
         self.problems = FetchProblems()
         self._turn = -1  # record_limit: the leader whose turn it is to acquire
+        self.expired_unused = 0  # records dropped from the buffer because their locks ran out
         # acquired records that could not be deserialized: (partition, node, offset), acknowledged
         # by offset (in_flight.py)
         self.undeliverable: list[tuple[TopicPartition, int, int]] = []
@@ -132,10 +137,21 @@ class ShareFetcher:
         return sum(len(c.records) - c.taken for c in self.buffer)
 
     def take_records(self, limit: int) -> list[Chunk]:
-        """Up to ``limit`` buffered records, as chunks of one partition each (in fetch order)."""
+        """Up to ``limit`` buffered records, as chunks of one partition each (in fetch order).
+        Records whose locks ran out while they waited here are dropped, not handed out: the broker
+        has given them back to the group (:data:`LOCK_MARGIN_MS` before the end, so that the
+        application has some time to acknowledge them)."""
         out: list[Chunk] = []
+        now = self._now()
         while self.buffer and limit > 0:
             chunk = self.buffer[0]
+            if chunk.expires_at is not None and now >= chunk.expires_at - LOCK_MARGIN_MS:
+                self.buffer.popleft()
+                self.expired_unused += len(chunk.records) - chunk.taken
+                log.warning("%d record(s) of %s-%d waited for poll() until their acquisition lock ran out; "
+                            "the broker delivers them again", len(chunk.records) - chunk.taken,
+                            chunk.partition.topic, chunk.partition.partition)
+                continue
             part = chunk.records[chunk.taken:chunk.taken + limit]
             chunk.taken += len(part)
             limit -= len(part)
@@ -393,7 +409,8 @@ class ShareFetcher:
     def _take_records(self, node: int, tp: TopicPartition, tip: TopicIdPartition, p: Any) -> None:
         records, gaps, rejected = self._acquired(node, tp, p.records or b"", p.acquired_records)
         if records:
-            self.buffer.append(Chunk(tp, node, records))
+            lock = self.acquisition_lock_timeout_ms
+            self.buffer.append(Chunk(tp, node, records, expires_at=None if lock is None else self._now() + lock))
         acks = {o: int(AcknowledgeType.GAP) for o in gaps}
         acks.update((o, int(AcknowledgeType.REJECT)) for o in rejected)
         if acks:
@@ -418,9 +435,20 @@ class ShareFetcher:
         kd, vd = c.key_deserializer(tp.topic), c.value_deserializer(tp.topic)
         start = spans[0][0]
         end = spans[-1][1]
+        new = tuple.__new__
         while start <= end:
             try:
                 for batch in decode_batches(data, start, tp.topic, tp.partition, kd, vd, c.check_crcs):
+                    if not batch:
+                        continue
+                    i = span_of(batch[0].offset)
+                    if i >= 0 and batch[-1].offset <= spans[i][1]:
+                        # the whole batch in one acquired range: the common case, without a look-up
+                        # per record (``record + count``: a ShareRecord's fields, in order)
+                        count = (spans[i][2],)
+                        out += [new(ShareRecord, record + count) for record in batch]
+                        seen.update(record.offset for record in batch)
+                        continue
                     for record in batch:
                         i = span_of(record.offset)
                         if i >= 0:
@@ -449,7 +477,9 @@ class ShareFetcher:
                 seen.update(rejected)
                 self.problems.errors.append(exc)
                 start = last + 1
-        gaps = [o for first, last, _ in spans for o in range(first, last + 1) if o not in seen]
+        size = sum(last - first + 1 for first, last, _ in spans)
+        gaps = [] if len(seen) == size else [o for first, last, _ in spans for o in range(first, last + 1)
+                                             if o not in seen]
         return out, gaps, rejected
 
 

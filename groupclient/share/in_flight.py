@@ -45,6 +45,12 @@ def acknowledgement_batches(acks: Mapping[int, int]) -> list[Batch]:
     ``Acknowledgements.getAcknowledgementBatches`` makes them: contiguous offsets in one batch,
     except that a run of more than SAME_TYPE_RUN records of one type gets its own; a batch whose
     offsets all have one type carries it once."""
+    if not acks:
+        return []
+    first, last = min(acks), max(acks)
+    kinds = set(acks.values())
+    if len(kinds) == 1 and last - first + 1 == len(acks):  # one type, no hole: the common case
+        return [(first, last, [int(kinds.pop())])]
     batches: list[Batch] = []
     run: list[tuple[int, int]] = []
     for offset in sorted(acks):
@@ -107,9 +113,7 @@ class InFlight:
     # -- what poll() hands out -------------------------------------------------------------------
     def deliver(self, tp: TopicPartition, node: int, records: Iterable[Any]) -> None:
         """``records`` (each with ``.offset``) are handed out by this poll."""
-        part = self._part(tp, node)
-        for record in records:
-            part.records[record.offset] = record
+        self._part(tp, node).records.update((record.offset, record) for record in records)
 
     def gaps(self, tp: TopicPartition, node: int, offsets: Iterable[int]) -> None:
         """Acquired offsets with no record: acknowledged as gaps with what is sent next."""
@@ -155,6 +159,10 @@ class InFlight:
     def acknowledge_all(self, kind: AcknowledgeType) -> None:
         """Acknowledge every record in flight not acknowledged yet (implicit mode: ACCEPT)."""
         for part in self._parts.values():
+            if not part.acknowledged:  # none by hand (implicit mode): all at once
+                part.acks.update(dict.fromkeys(part.records, int(kind)))
+                part.acknowledged.update(part.records)
+                continue
             for offset in part.records:
                 if offset not in part.acknowledged:
                     part.acks[offset] = kind
@@ -177,10 +185,13 @@ class InFlight:
             if (node is not None and part.node != node) or not part.acks:
                 continue
             acks, part.acks = part.acks, {}
-            for offset in part.acknowledged:
-                record = part.records.pop(offset)
-                if acks.get(offset) == AcknowledgeType.RENEW:
-                    part.renewing[offset] = record
+            if len(part.acknowledged) == len(part.records) and AcknowledgeType.RENEW not in acks.values():
+                part.records = {}  # all of them, none renewed: the common case
+            else:
+                for offset in part.acknowledged:
+                    record = part.records.pop(offset)
+                    if acks.get(offset) == AcknowledgeType.RENEW:
+                        part.renewing[offset] = record
             part.acknowledged.clear()
             part.undeliverable.clear()
             taken[tp] = (part.node, acks)

@@ -203,3 +203,12 @@ def test_the_callback_cannot_call_the_consumer() -> None:
     f.engine.send_acknowledged()
     f.turn(fetch_answer([part(ack_error=E.NONE)]))
     assert calls == [True] and not f.engine.in_callback
+
+
+def test_records_whose_locks_ran_out_in_the_buffer_are_not_handed_out() -> None:
+    f = Fetching()
+    f.turn(fetch_answer([part(records(0, 4), [(0, 3, 1)])]))
+    assert [r.offset for chunk in f.fetcher.take_records(2) for r in chunk.records] == [0, 1]
+    f.clock.advance(30_000 - 2_000)  # the broker's lock (30 s), less the margin left for the application
+    assert f.fetcher.take_records(500) == [] and f.fetcher.expired_unused == 2
+    assert f.fetcher.buffered() == 0
