@@ -124,6 +124,7 @@ class ShareConsumer(Generic[K, V]):
         self._in_flight = InFlight(self._explicit)
         self._engine = ShareEngine(self._client, self._clock, self._member, self._fetcher, self._in_flight,
                                    cfg["acknowledgement_commit_callback"])
+        self._engine.poll_records = cfg["max_poll_records"]
         self._heartbeat: HeartbeatThread | None = None
         self._topics: frozenset[str] = frozenset()
         self._iterator: Iterator[ShareRecord[K, V]] | None = None
@@ -186,11 +187,10 @@ class ShareConsumer(Generic[K, V]):
 
     def _release_buffered(self) -> None:
         """Release the records fetched and not handed out (they would wait for their locks)."""
-        for chunk in self._fetcher.drop_buffer():
-            tip = self._engine.tips.get(chunk.partition)
+        for tp, (node, tip, offsets) in self._fetcher.drop_buffer().items():
+            tip = tip or self._engine.tips.get(tp)
             if tip is not None:
-                self._fetcher.queue_acks(chunk.node, {chunk.partition: (tip, {
-                    r.offset: AcknowledgeType.RELEASE for r in chunk.records})}, 0)
+                self._fetcher.queue_acks(node, {tp: (tip, dict.fromkeys(offsets, int(AcknowledgeType.RELEASE)))}, 0)
         self._fetcher.send_acks()
 
     # -- records -------------------------------------------------------------------------------
@@ -232,9 +232,8 @@ class ShareConsumer(Generic[K, V]):
                 if self._fetcher.buffered():
                     records = self._hand_out(self._fetcher.take_records(limit))
                     if records:
-                        # one fetch ahead (as librdkafka's consumer, not Java's): when the buffer is
-                        # empty now, the next records come while the application works on these;
-                        # the acknowledgements that waited go with it, or alone
+                        # fetching ahead (as librdkafka's consumer, not Java's): the next records
+                        # come while the application works on these (engine.step says when)
                         self._engine.step(fetch=True)
                         return records
                     continue  # the buffer held only records whose locks ran out

@@ -64,6 +64,7 @@ class ShareEngine:
         self._for_callback: list[AckOutcome] = []
         self._errors: list[BaseException] = []  # raised by poll(), one per call
         self.in_callback = False
+        self.poll_records = 500  # what a poll takes at most (max_poll_records): how far ahead to fetch
 
     # -- the group and the sessions -----------------------------------------------------------
     def wanted(self) -> dict[int, dict[TopicPartition, TopicIdPartition]]:
@@ -99,8 +100,16 @@ class ShareEngine:
             m.coordinator.lookup()
         self.client.maybe_update_metadata()
         self.take_answers()
-        if fetch and not self.fetcher.buffered() and not self.in_flight.renewing():
-            self.fetcher.fetch(self.wanted())
+        if fetch and not self.in_flight.renewing():
+            # a fetch goes when fewer records wait than a poll takes, or, with acknowledgements to
+            # carry, fewer than two polls' worth: so that acknowledgements ride on fetches (one
+            # request, not two: a ShareAcknowledge costs Kafka a state write before it answers)
+            # while the records acquired ahead stay within two polls
+            buffered = self.fetcher.buffered()
+            if buffered < self.poll_records:
+                self.fetcher.fetch(self.wanted())
+            elif buffered < 2 * self.poll_records and self.fetcher.pending:
+                self.fetcher.fetch(self.wanted(), acks_only=True)
         self.fetcher.send_acks()
 
     def take_answers(self) -> None:

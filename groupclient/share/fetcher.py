@@ -87,6 +87,13 @@ class Chunk:
     records: list[ShareRecord[Any, Any]]
     taken: int = 0
     expires_at: int | None = None  # when the broker's locks on them run out (monotonic ms)
+    # not decoded yet: the answer's records and acquired ranges, and the partition's id (decoded
+    # when a poll takes from it, so that the next fetch goes before this one's records are built)
+    raw: tuple[bytes, list[Any], TopicIdPartition] | None = None
+    acquired: int = 0  # while ``raw``: how many offsets were acquired
+
+    def left(self) -> int:
+        return self.acquired if self.raw is not None else len(self.records) - self.taken
 
 
 @dataclass
@@ -134,7 +141,7 @@ class ShareFetcher:
 
     # -- what is buffered ---------------------------------------------------------------------
     def buffered(self) -> int:
-        return sum(len(c.records) - c.taken for c in self.buffer)
+        return sum(c.left() for c in self.buffer)
 
     def take_records(self, limit: int) -> list[Chunk]:
         """Up to ``limit`` buffered records, as chunks of one partition each (in fetch order).
@@ -147,11 +154,16 @@ class ShareFetcher:
             chunk = self.buffer[0]
             if chunk.expires_at is not None and now >= chunk.expires_at - LOCK_MARGIN_MS:
                 self.buffer.popleft()
-                self.expired_unused += len(chunk.records) - chunk.taken
+                self.expired_unused += chunk.left()
                 log.warning("%d record(s) of %s-%d waited for poll() until their acquisition lock ran out; "
-                            "the broker delivers them again", len(chunk.records) - chunk.taken,
-                            chunk.partition.topic, chunk.partition.partition)
+                            "the broker delivers them again", chunk.left(), chunk.partition.topic,
+                            chunk.partition.partition)
                 continue
+            if chunk.raw is not None:
+                self._decode(chunk)
+                if not chunk.records:  # only gaps, or nothing readable
+                    self.buffer.popleft()
+                    continue
             part = chunk.records[chunk.taken:chunk.taken + limit]
             chunk.taken += len(part)
             limit -= len(part)
@@ -160,9 +172,18 @@ class ShareFetcher:
                 self.buffer.popleft()
         return out
 
-    def drop_buffer(self) -> list[Chunk]:
-        """Give up what is buffered (unsubscribe, close): the records not handed out, to release."""
-        left = [Chunk(c.partition, c.node, c.records[c.taken:]) for c in self.buffer if c.taken < len(c.records)]
+    def drop_buffer(self) -> dict[TopicPartition, tuple[int, TopicIdPartition | None, list[int]]]:
+        """Give up what is buffered (unsubscribe, close): per partition its node, id (if known
+        here) and the offsets acquired and not handed out, to release."""
+        left: dict[TopicPartition, tuple[int, TopicIdPartition | None, list[int]]] = {}
+        for c in self.buffer:
+            if c.raw is not None:
+                offsets = [o for r in c.raw[1] for o in range(r.first_offset, r.last_offset + 1)]
+            else:
+                offsets = [r.offset for r in c.records[c.taken:]]
+            if offsets:
+                node, tip, before = left.get(c.partition, (c.node, c.raw[2] if c.raw else None, []))
+                left[c.partition] = (node, tip or (c.raw[2] if c.raw else None), before + offsets)
         self.buffer.clear()
         return left
 
@@ -206,11 +227,12 @@ class ShareFetcher:
             self.outcomes.append(AckOutcome(tp, frozenset(offsets), _renews(offsets), error, ticket))
 
     # -- fetching -----------------------------------------------------------------------------
-    def fetch(self, wanted: dict[int, dict[TopicPartition, TopicIdPartition]]) -> None:
+    def fetch(self, wanted: dict[int, dict[TopicPartition, TopicIdPartition]], acks_only: bool = False) -> None:
         """Send a ShareFetch to each node in ``wanted`` (its partitions) with no request on its
-        way, carrying its pending acknowledgements; and one that only forgets, to a node whose
-        session still holds partitions no longer wanted."""
-        nodes = sorted(wanted)
+        way, carrying its pending acknowledgements (``acks_only``: only to the nodes that have
+        some); and one that only forgets, to a node whose session still holds partitions no
+        longer wanted."""
+        nodes = sorted(n for n in wanted if not acks_only or n in self.pending)
         if self.config.acquire_mode == ShareAcquireMode.RECORD_LIMIT and nodes:
             # at most max_records records in all, as Java's: one leader acquires at a time, in turn
             self._turn = (self._turn + 1) % len(nodes)
@@ -407,14 +429,22 @@ class ShareFetcher:
             self.problems.errors.append(error)
 
     def _take_records(self, node: int, tp: TopicPartition, tip: TopicIdPartition, p: Any) -> None:
-        records, gaps, rejected = self._acquired(node, tp, p.records or b"", p.acquired_records)
-        if records:
-            lock = self.acquisition_lock_timeout_ms
-            self.buffer.append(Chunk(tp, node, records, expires_at=None if lock is None else self._now() + lock))
+        """Buffer the records acquired, to be decoded when a poll takes them."""
+        lock = self.acquisition_lock_timeout_ms
+        acquired = sum(r.last_offset - r.first_offset + 1 for r in p.acquired_records)
+        self.buffer.append(Chunk(tp, node, [], expires_at=None if lock is None else self._now() + lock,
+                                 raw=(p.records or b"", list(p.acquired_records), tip), acquired=acquired))
+
+    def _decode(self, chunk: Chunk) -> None:
+        """The records of a buffered answer, built; its gaps and unreadable batches acknowledged."""
+        assert chunk.raw is not None
+        data, ranges, tip = chunk.raw
+        chunk.raw = None
+        chunk.records, gaps, rejected = self._acquired(chunk.node, chunk.partition, data, ranges)
         acks = {o: int(AcknowledgeType.GAP) for o in gaps}
         acks.update((o, int(AcknowledgeType.REJECT)) for o in rejected)
         if acks:
-            self.queue_acks(node, {tp: (tip, acks)}, 0)
+            self.queue_acks(chunk.node, {chunk.partition: (tip, acks)}, 0)
 
     def _acquired(self, node: int, tp: TopicPartition, data: bytes, ranges: list[Any]
                   ) -> tuple[list[ShareRecord[Any, Any]], list[int], list[int]]:
@@ -429,7 +459,8 @@ class ShareFetcher:
             return i if i >= 0 and offset <= spans[i][1] else -1
 
         out: list[ShareRecord[Any, Any]] = []
-        seen: set[int] = set()
+        seen: set[int] = set()  # the offsets accounted for, but those of whole batches (``whole``)
+        whole = 0
         rejected: list[int] = []
         c = self.config
         kd, vd = c.key_deserializer(tp.topic), c.value_deserializer(tp.topic)
@@ -444,10 +475,11 @@ class ShareFetcher:
                     i = span_of(batch[0].offset)
                     if i >= 0 and batch[-1].offset <= spans[i][1]:
                         # the whole batch in one acquired range: the common case, without a look-up
-                        # per record (``record + count``: a ShareRecord's fields, in order)
+                        # per record (``record + count``: a ShareRecord's fields, in order); their
+                        # offsets go to ``seen`` only if gaps must be found (below)
                         count = (spans[i][2],)
                         out += [new(ShareRecord, record + count) for record in batch]
-                        seen.update(record.offset for record in batch)
+                        whole += len(batch)
                         continue
                     for record in batch:
                         i = span_of(record.offset)
@@ -468,7 +500,7 @@ class ShareFetcher:
                 start = exc.offset + 1
             except (BrokerError, UnsupportedCodecError) as exc:
                 # a batch that cannot be read: where the records decoded stop
-                resume = max(max(seen, default=start - 1) + 1, start)
+                resume = max(max(seen, default=start - 1) + 1, out[-1].offset + 1 if out else start, start)
                 unreadable = _batch_at(data, resume)
                 if unreadable is None:
                     break
@@ -478,9 +510,10 @@ class ShareFetcher:
                 self.problems.errors.append(exc)
                 start = last + 1
         size = sum(last - first + 1 for first, last, _ in spans)
-        gaps = [] if len(seen) == size else [o for first, last, _ in spans for o in range(first, last + 1)
-                                             if o not in seen]
-        return out, gaps, rejected
+        if len(seen) + whole == size:
+            return out, [], rejected  # every acquired offset accounted for: no gap
+        seen.update(record.offset for record in out)
+        return out, [o for first, last, _ in spans for o in range(first, last + 1) if o not in seen], rejected
 
 
 def _batch_at(data: bytes, offset: int) -> tuple[int, int] | None:

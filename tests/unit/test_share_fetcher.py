@@ -122,10 +122,12 @@ def test_only_the_acquired_records_come_with_their_delivery_counts_and_gaps_are_
 
 def test_a_record_that_cannot_be_deserialized_is_raised_before_the_rest_is_settled_and_released() -> None:
     f = Fetching(explicit=True)
-    error = f.turn(fetch_answer([part(records(0, 4, bad=2), [(0, 3, 1)])]))
+    assert f.turn(fetch_answer([part(records(0, 4, bad=2), [(0, 3, 1)])])) is None
+    assert [r.offset for r in f.take()] == [0, 1, 3]  # built when a poll takes them
+    f.engine.take_answers()  # what the next poll does first
+    error = f.engine.take_error()
     assert isinstance(error, RecordDeserializationError) and error.offset == 2
     assert "acknowledge('jobs', 0, 2, AcknowledgeType.REJECT)" in str(error)
-    assert [r.offset for r in f.take()] == [0, 1, 3]
     for offset in (0, 1, 3):
         f.in_flight.acknowledge(TP, offset, A.ACCEPT)
     assert f.in_flight.take() == {TP: (0, {0: 1, 1: 1, 2: int(A.RELEASE), 3: 1})}
@@ -143,9 +145,11 @@ def test_a_batch_that_cannot_be_read_is_rejected_and_the_others_still_come() -> 
     good = records(0, 3)
     corrupt = bytearray(records(3, 3))
     corrupt[-1] ^= 0xFF  # its CRC no longer matches
-    error = f.turn(fetch_answer([part(good + bytes(corrupt) + records(6, 2), [(0, 7, 1)])]))
-    assert error is not None and error.code == E.CORRUPT_MESSAGE  # type: ignore[attr-defined]
+    assert f.turn(fetch_answer([part(good + bytes(corrupt) + records(6, 2), [(0, 7, 1)])])) is None
     assert [r.offset for r in f.take()] == [0, 1, 2, 6, 7]
+    f.engine.take_answers()
+    error = f.engine.take_error()
+    assert error is not None and error.code == E.CORRUPT_MESSAGE  # type: ignore[attr-defined]
     [(_, acks)] = f.fetcher.pending[0].values()
     assert acks == {3: int(A.REJECT), 4: int(A.REJECT), 5: int(A.REJECT)}
 
