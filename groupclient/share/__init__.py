@@ -6,7 +6,8 @@
   their outcomes coming back;
 - ``in_flight.py``: the records the last poll handed out and the rules for acknowledging them;
 - ``session.py``: one share session with one broker (epochs, what each request names);
-- ``fetcher.py``: ShareFetch and ShareAcknowledge, and the records their answers bring;
+- ``fetcher.py``: ShareFetch and ShareAcknowledge, and the answers they bring;
+- ``acquired.py``: the records an answer acquired, its gaps and what cannot be read;
 - ``records.py``: ``ShareRecord``, a ``ConsumerRecord`` with its ``delivery_count``;
 - ``settings.py``: the settings, declared once.
 

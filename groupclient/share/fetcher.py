@@ -14,20 +14,17 @@ records into the buffer, the outcome of each acknowledgement, the session's next
 
 from __future__ import annotations
 
-import bisect
 import collections
 import logging
-import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..consumer.records import Deserializer, decode_batches
+from ..consumer.records import Deserializer
 from ..error_codes import ErrorCode, error_name
 from ..errors import (
     AcknowledgementFailedError, BrokerError, GroupClientError, InvalidRecordStateError, NodeNotReadyError,
-    RecordDeserializationError, UnsupportedCodecError,
 )
 from ..network.client import NetworkClient
 from ..network.future import RequestFuture
@@ -39,7 +36,8 @@ from ..protocol.share_group import (
 )
 from ..structs import TopicPartition
 from .in_flight import Batch, acknowledgement_batches
-from .records import ShareRecord, share_record
+from .acquired import acquired_records
+from .records import ShareRecord
 from .session import SessionRequest, ShareSession, TopicIdPartition
 
 log = logging.getLogger("groupclient.share")
@@ -47,8 +45,6 @@ log = logging.getLogger("groupclient.share")
 # a buffered record is handed out only while its lock has at least this long left
 LOCK_MARGIN_MS = 2000
 
-Fetch = ShareFetchRequest.FetchTopic
-Ack = ShareAcknowledgeRequest.AcknowledgeTopic
 Acks = dict[TopicPartition, tuple[TopicIdPartition, dict[int, int]]]  # per partition: its id, offset -> type
 
 
@@ -284,20 +280,20 @@ class ShareFetcher:
         c = self.config
         r = sent.request
         session = self.sessions[sent.node]
-        api = ShareAcknowledgeRequest if sent.ack_only else ShareFetchRequest
-        version = self.client.version_for(sent.node, api.API_KEY)
+        api = ApiKey.SHARE_ACKNOWLEDGE if sent.ack_only else ApiKey.SHARE_FETCH
+        version = self.client.version_for(sent.node, api)
         if r.renews and version is not None and version < 2:
             # RENEW is ShareFetch/ShareAcknowledge v2 (Kafka 4.2): the acknowledgements fail here
             self._fail_acks(sent.acks, sent.ticket, AcknowledgementFailedError(
-                ErrorCode.UNSUPPORTED_VERSION, f"broker {sent.node} has {api.__name__} v{version}, and RENEW needs "
-                "v2 (Kafka 4.2 or later)"))
+                ErrorCode.UNSUPPORTED_VERSION, f"broker {sent.node} has {api_label(api)} v{version}, and RENEW "
+                "needs v2 (Kafka 4.2 or later)"))
             return RequestFuture.failed_with(NodeNotReadyError("not sent"))
         session.in_flight = True
         if sent.ack_only:
             def build(version: int) -> Any:
                 return ShareAcknowledgeRequest(
                     version=version, group_id=c.group_id, member_id=c.member_id, share_session_epoch=r.epoch,
-                    is_renew_ack=r.renews, topics=_ack_topics(r))
+                    is_renew_ack=r.renews, topics=r.acknowledge_topics())
             future = self.client.send(sent.node, ShareAcknowledgeRequest, ShareAcknowledgeResponse, build)
         else:
             fetching = sent.fetching
@@ -308,8 +304,8 @@ class ShareFetcher:
                     max_wait_ms=c.max_wait_ms if fetching else 0, min_bytes=c.min_bytes if fetching else 0,
                     max_bytes=c.max_bytes if fetching else 0, max_records=c.max_records if fetching else 0,
                     batch_size=c.max_records if fetching else 0, share_acquire_mode=c.acquire_mode,
-                    is_renew_ack=r.renews, topics=_fetch_topics(r),
-                    forgotten_topics_data=_forgotten(r.forgotten))
+                    is_renew_ack=r.renews, topics=r.fetch_topics(),
+                    forgotten_topics_data=r.forgotten_topics())
             future = self.client.send(sent.node, ShareFetchRequest, ShareFetchResponse, build)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s to broker %d: epoch %d, adds %d, forgets %d, acknowledges %s%s",
@@ -440,92 +436,17 @@ class ShareFetcher:
         assert chunk.raw is not None
         data, ranges, tip = chunk.raw
         chunk.raw = None
-        chunk.records, gaps, rejected = self._acquired(chunk.node, chunk.partition, data, ranges)
-        acks = {o: int(AcknowledgeType.GAP) for o in gaps}
-        acks.update((o, int(AcknowledgeType.REJECT)) for o in rejected)
+        c = self.config
+        tp = chunk.partition
+        got = acquired_records(data, ranges, tp, c.key_deserializer(tp.topic), c.value_deserializer(tp.topic),
+                               c.check_crcs)
+        chunk.records = got.records
+        self.undeliverable += [(tp, chunk.node, offset) for offset in got.undeliverable]
+        self.problems.errors += got.errors
+        acks = {o: int(AcknowledgeType.GAP) for o in got.gaps}
+        acks.update((o, int(AcknowledgeType.REJECT)) for o in got.rejected)
         if acks:
             self.queue_acks(chunk.node, {chunk.partition: (tip, acks)}, 0)
-
-    def _acquired(self, node: int, tp: TopicPartition, data: bytes, ranges: list[Any]
-                  ) -> tuple[list[ShareRecord[Any, Any]], list[int], list[int]]:
-        """The records of ``data`` in the acquired ``ranges``, each with its delivery count; the
-        acquired offsets with no record (gaps); and those of a batch that cannot be read (rejected,
-        as Java does: a corrupt batch is never going to be read)."""
-        spans = sorted((r.first_offset, r.last_offset, r.delivery_count) for r in ranges)
-        firsts = [s[0] for s in spans]
-
-        def span_of(offset: int) -> int:
-            i = bisect.bisect_right(firsts, offset) - 1
-            return i if i >= 0 and offset <= spans[i][1] else -1
-
-        out: list[ShareRecord[Any, Any]] = []
-        seen: set[int] = set()  # the offsets accounted for, but those of whole batches (``whole``)
-        whole = 0
-        rejected: list[int] = []
-        c = self.config
-        kd, vd = c.key_deserializer(tp.topic), c.value_deserializer(tp.topic)
-        start = spans[0][0]
-        end = spans[-1][1]
-        new = tuple.__new__
-        while start <= end:
-            try:
-                for batch in decode_batches(data, start, tp.topic, tp.partition, kd, vd, c.check_crcs):
-                    if not batch:
-                        continue
-                    i = span_of(batch[0].offset)
-                    if i >= 0 and batch[-1].offset <= spans[i][1]:
-                        # the whole batch in one acquired range: the common case, without a look-up
-                        # per record (``record + count``: a ShareRecord's fields, in order); their
-                        # offsets go to ``seen`` only if gaps must be found (below)
-                        count = (spans[i][2],)
-                        out += [new(ShareRecord, record + count) for record in batch]
-                        whole += len(batch)
-                        continue
-                    for record in batch:
-                        i = span_of(record.offset)
-                        if i >= 0:
-                            out.append(share_record(record, spans[i][2]))
-                            seen.add(record.offset)
-                break
-            except RecordDeserializationError as exc:
-                for record in exc.records_before:
-                    i = span_of(record.offset)
-                    if i >= 0:
-                        out.append(share_record(record, spans[i][2]))
-                        seen.add(record.offset)
-                if span_of(exc.offset) >= 0:  # one of ours: released unless acknowledged otherwise
-                    seen.add(exc.offset)
-                    self.undeliverable.append((tp, node, exc.offset))
-                    self.problems.errors.append(_undeliverable(exc))
-                start = exc.offset + 1
-            except (BrokerError, UnsupportedCodecError) as exc:
-                # a batch that cannot be read: where the records decoded stop
-                resume = max(max(seen, default=start - 1) + 1, out[-1].offset + 1 if out else start, start)
-                unreadable = _batch_at(data, resume)
-                if unreadable is None:
-                    break
-                first, last = unreadable
-                rejected += [o for o in range(max(first, resume), last + 1) if span_of(o) >= 0 and o not in seen]
-                seen.update(rejected)
-                self.problems.errors.append(exc)
-                start = last + 1
-        size = sum(last - first + 1 for first, last, _ in spans)
-        if len(seen) + whole == size:
-            return out, [], rejected  # every acquired offset accounted for: no gap
-        seen.update(record.offset for record in out)
-        return out, [o for first, last, _ in spans for o in range(first, last + 1) if o not in seen], rejected
-
-
-def _batch_at(data: bytes, offset: int) -> tuple[int, int] | None:
-    """The (first, last) offsets of the first batch of ``data`` that ends at or after ``offset``."""
-    pos, size = 0, len(data)
-    while pos + 27 <= size:
-        base, length = struct.unpack_from(">qi", data, pos)
-        last = base + struct.unpack_from(">i", data, pos + 23)[0] if data[pos + 16] >= 2 else base
-        if last >= offset:
-            return base, last
-        pos += 12 + max(length, 0)
-    return None
 
 
 def api_label(api: ApiKey) -> str:
@@ -540,37 +461,6 @@ def _batches(acks: Acks) -> dict[TopicPartition, tuple[TopicIdPartition, list[Ba
     return {tp: (tip, acknowledgement_batches(offsets)) for tp, (tip, offsets) in acks.items()}
 
 
-def _fetch_topics(r: SessionRequest) -> list[Any]:
-    by_topic: dict[Any, dict[int, list[Batch]]] = {}
-    for _, (topic_id, partition) in r.added:
-        by_topic.setdefault(topic_id, {}).setdefault(partition, [])
-    for _, ((topic_id, partition), batches) in r.acks.items():
-        by_topic.setdefault(topic_id, {})[partition] = batches
-    return [Fetch(topic_id=topic_id, partitions=[
-        Fetch.FetchPartition(partition_index=partition, partition_max_bytes=0, acknowledgement_batches=[
-            Fetch.FetchPartition.AcknowledgementBatch(first_offset=f, last_offset=last, acknowledge_types=types)
-            for f, last, types in batches]) for partition, batches in parts.items()])
-        for topic_id, parts in by_topic.items()]
-
-
-def _ack_topics(r: SessionRequest) -> list[Any]:
-    by_topic: dict[Any, dict[int, list[Batch]]] = {}
-    for _, ((topic_id, partition), batches) in r.acks.items():
-        by_topic.setdefault(topic_id, {})[partition] = batches
-    return [Ack(topic_id=topic_id, partitions=[
-        Ack.AcknowledgePartition(partition_index=partition, acknowledgement_batches=[
-            Ack.AcknowledgePartition.AcknowledgementBatch(first_offset=f, last_offset=last, acknowledge_types=types)
-            for f, last, types in batches]) for partition, batches in parts.items()])
-        for topic_id, parts in by_topic.items()]
-
-
-def _forgotten(tips: list[TopicIdPartition]) -> list[Any]:
-    by_topic: dict[Any, list[int]] = {}
-    for topic_id, partition in tips:
-        by_topic.setdefault(topic_id, []).append(partition)
-    return [ShareFetchRequest.ForgottenTopic(topic_id=t, partitions=p) for t, p in by_topic.items()]
-
-
 def _ack_error(code: int, what: str) -> GroupClientError:
     if code == ErrorCode.INVALID_RECORD_STATE:
         return InvalidRecordStateError(code, what)
@@ -581,13 +471,3 @@ def _failed_ack(error: BaseException, node: int) -> GroupClientError:
     return AcknowledgementFailedError(
         ErrorCode.NETWORK_EXCEPTION, f"the request to broker {node} failed ({error}): its share session ended, and "
         "the records it held went back to the group")
-
-
-def _undeliverable(exc: RecordDeserializationError) -> RecordDeserializationError:
-    tp = exc.partition
-    error = RecordDeserializationError(tp, exc.offset, exc.key_or_value, exc.__cause__ or exc)
-    error.args = (f"the {exc.key_or_value} deserializer failed on the record at offset {exc.offset} of "
-                  f"{tp.topic}-{tp.partition}: {exc.__cause__!r}; it was not returned, and is released (delivered "
-                  f"again) unless acknowledged otherwise before the next poll(): acknowledge({tp.topic!r}, "
-                  f"{tp.partition}, {exc.offset}, AcknowledgeType.REJECT) drops it for good",)
-    return error

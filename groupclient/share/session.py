@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from ..error_codes import ErrorCode
-from ..protocol.share_group import CLOSE_SESSION_EPOCH, OPEN_SESSION_EPOCH, AcknowledgeType
+from ..protocol.share_group import (
+    CLOSE_SESSION_EPOCH, OPEN_SESSION_EPOCH, AcknowledgeType, ShareAcknowledgeRequest, ShareFetchRequest,
+)
 from ..structs import TopicPartition
 from .in_flight import Batch
 
@@ -45,6 +48,39 @@ class SessionRequest:
     added: list[tuple[TopicPartition, TopicIdPartition]]
     forgotten: list[TopicIdPartition]
     acks: dict[TopicPartition, tuple[TopicIdPartition, list[Batch]]]
+
+    def fetch_topics(self) -> list[Any]:
+        """ShareFetch's Topics: the partitions added, and those acknowledged with their batches."""
+        by_topic: dict[Any, dict[int, list[Batch]]] = {}
+        for _, (topic_id, partition) in self.added:
+            by_topic.setdefault(topic_id, {}).setdefault(partition, [])
+        for _, ((topic_id, partition), batches) in self.acks.items():
+            by_topic.setdefault(topic_id, {})[partition] = batches
+        F = ShareFetchRequest.FetchTopic
+        return [F(topic_id=topic_id, partitions=[
+            F.FetchPartition(partition_index=partition, partition_max_bytes=0, acknowledgement_batches=[
+                F.FetchPartition.AcknowledgementBatch(first_offset=f, last_offset=last, acknowledge_types=types)
+                for f, last, types in batches]) for partition, batches in parts.items()])
+            for topic_id, parts in by_topic.items()]
+
+    def acknowledge_topics(self) -> list[Any]:
+        """ShareAcknowledge's Topics: the partitions acknowledged with their batches."""
+        by_topic: dict[Any, dict[int, list[Batch]]] = {}
+        for _, ((topic_id, partition), batches) in self.acks.items():
+            by_topic.setdefault(topic_id, {})[partition] = batches
+        A = ShareAcknowledgeRequest.AcknowledgeTopic
+        return [A(topic_id=topic_id, partitions=[
+            A.AcknowledgePartition(partition_index=partition, acknowledgement_batches=[
+                A.AcknowledgePartition.AcknowledgementBatch(first_offset=f, last_offset=last, acknowledge_types=t)
+                for f, last, t in batches]) for partition, batches in parts.items()])
+            for topic_id, parts in by_topic.items()]
+
+    def forgotten_topics(self) -> list[Any]:
+        """ShareFetch's ForgottenTopicsData."""
+        by_topic: dict[Any, list[int]] = {}
+        for topic_id, partition in self.forgotten:
+            by_topic.setdefault(topic_id, []).append(partition)
+        return [ShareFetchRequest.ForgottenTopic(topic_id=t, partitions=p) for t, p in by_topic.items()]
 
     @property
     def renews(self) -> bool:
