@@ -1,4 +1,5 @@
-"""groupclient for asyncio: :class:`AsyncGroupConsumer`, a drop-in for aiokafka's AIOKafkaConsumer.
+"""groupclient for asyncio: :class:`AsyncGroupConsumer`, a drop-in for aiokafka's AIOKafkaConsumer,
+and :class:`AsyncShareConsumer`, a share group's member (docs/share-groups.md).
 
     from groupclient.aio import AsyncGroupConsumer, ConsumerRebalanceListener
     from groupclient.aio.errors import CommitFailedError        # aiokafka.errors' names
@@ -13,5 +14,7 @@ from __future__ import annotations
 from . import errors, structs
 from .consumer import AsyncGroupConsumer
 from .listener import ConsumerRebalanceListener, RebalanceListener
+from .share_consumer import AsyncShareConsumer
 
-__all__ = ["AsyncGroupConsumer", "ConsumerRebalanceListener", "RebalanceListener", "errors", "structs"]
+__all__ = ["AsyncGroupConsumer", "AsyncShareConsumer", "ConsumerRebalanceListener", "RebalanceListener", "errors",
+           "structs"]

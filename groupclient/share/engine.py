@@ -39,6 +39,7 @@ class ShareMetrics:
     by_type: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, float]:
+        """The counters by their names (Java's share consumer metrics where it has one)."""
         return {"records-consumed-total": self.records_consumed, "poll-total": self.polls,
                 "acknowledgements-send-total": self.acknowledgements_sent,
                 "acknowledgements-error-total": self.acknowledgement_errors, "commit-total": self.commits,

@@ -117,3 +117,20 @@ def starting_point(tmp_path: Path) -> Iterator[Prepared]:
     with _jobs(earliest=False) as cluster:
         address = cluster.bootstrap_servers
         yield Prepared({}, address, after)
+
+
+@contextmanager
+def asyncio_loop(tmp_path: Path) -> Iterator[Prepared]:
+    """The asyncio block: its ``handle`` coroutine ends the loop once every job came, each once."""
+    seen: list[Any] = []
+
+    async def handle(record: Any) -> None:
+        seen.append(record)
+        if len(seen) == JOBS:
+            raise Enough
+
+    def after(namespace: dict[str, Any]) -> None:
+        assert sorted(r.value for r in seen) == sorted(f"job-{i}".encode() for i in range(JOBS))
+
+    with _jobs() as cluster:
+        yield Prepared({"handle": handle}, cluster.bootstrap_servers, after)

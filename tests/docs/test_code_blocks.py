@@ -56,6 +56,7 @@ RUNS: dict[str, Runner] = {
     "docs/share-groups.md: from groupclient import AcknowledgeType, ShareConsumer": Python(share_contexts.explicit),
     "docs/share-groups.md: from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient": Python(
         share_contexts.starting_point),
+    "docs/share-groups.md: import asyncio": Python(share_contexts.asyncio_loop),
     # docs/performance.md
     "docs/performance.md: $ groupclient --version": Transcript(),
     "docs/performance.md: python -m build --wheel --outdir dist .": Mirrored(
