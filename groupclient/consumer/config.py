@@ -18,6 +18,8 @@ from typing import Any
 from kafka.protocol.consumer import IsolationLevel
 
 from ..errors import ArgumentTypeError, ConfigurationError
+from ..network.client import NetworkConfig, parse_bootstrap
+from ..network.security import security_from_config
 from ..otel.providers import api_installed
 from ..protocol.names import name_problem
 from .deserializers import check_deserializer
@@ -189,3 +191,18 @@ def _check_api_version(value: Any) -> None:
     if isinstance(value, str) and re.fullmatch(r"\d+(\.\d+)*", value):
         return
     raise ConfigurationError(f"api_version must be None, a tuple of ints or a 'x.y.z' string, not {value!r}")
+
+
+def network_config(config: Mapping[str, Any]) -> NetworkConfig:
+    """The network client's settings of a checked configuration (GroupConsumer's or
+    ShareConsumer's): TLS and SASL first, so that a bad one raises before anything starts, then
+    the bootstrap servers (ConfigurationError naming a malformed one)."""
+    security = security_from_config(config)
+    try:
+        bootstrap = parse_bootstrap(config["bootstrap_servers"])
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+    return NetworkConfig(
+        bootstrap, config["client_id"], config["request_timeout_ms"], config["reconnect_backoff_ms"],
+        config["reconnect_backoff_max_ms"], config["max_in_flight_requests_per_connection"],
+        config["metadata_max_age_ms"], config["allow_auto_create_topics"], config["retry_backoff_ms"], security)

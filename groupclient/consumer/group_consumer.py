@@ -24,12 +24,11 @@ from ..structs import TopicPartition
 from ..clock import Clock, SystemClock, Timer
 from ..errors import ArgumentTypeError, ConfigurationError, IllegalStateError
 from ..member.states import shown_as
-from ..network.client import NetworkClient, NetworkConfig, parse_bootstrap
+from ..network.client import NetworkClient
 from ..network.io import IOBackend
-from ..network.security import security_from_config
 from .any_thread import AnyThreadAccess
 from .commit_control import CommitControl
-from .config import build_config, check_name, default_config
+from .config import build_config, check_name, default_config, network_config
 from .settings import ConsumerSettings, Unpack, docstring_section
 from .columns import RecordColumns
 from .fetcher import FetchConfig, Fetcher
@@ -107,11 +106,7 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl, CommitControl
         the consumer comes from it); everything else is kafka-python's configs."""
         self.config = build_config(configs)
         cfg = self.config
-        security = security_from_config(cfg)  # before anything starts: a bad setting raises here
-        try:
-            bootstrap = parse_bootstrap(cfg["bootstrap_servers"])
-        except ValueError as exc:
-            raise ConfigurationError(str(exc)) from None
+        network = network_config(cfg)  # before anything starts: a bad setting raises here
         self._interceptors = InterceptorChain(cfg["interceptors"])
         self._clock = clock or SystemClock()
         self._subscription = SubscriptionState(cfg["auto_offset_reset"], cfg["isolation_level"] == "read_committed")
@@ -121,11 +116,7 @@ class GroupConsumer(GroupPolling, ClusterQueries, PositionControl, CommitControl
         self._ownership = ThreadOwnership()
         self._closed = False
         self._rng = rng or random.Random()
-        self._client = NetworkClient(NetworkConfig(
-            bootstrap, cfg["client_id"], cfg["request_timeout_ms"], cfg["reconnect_backoff_ms"],
-            cfg["reconnect_backoff_max_ms"], cfg["max_in_flight_requests_per_connection"],
-            cfg["metadata_max_age_ms"], cfg["allow_auto_create_topics"], cfg["retry_backoff_ms"],
-            security), self._clock, self._rng, io=io,
+        self._client = NetworkClient(network, self._clock, self._rng, io=io,
             observer=self._observers.request_observer(), io_observer=self._observers.io_observer())
         self._events = RebalanceRecorder(self._event_callbacks(cfg["rebalance_event_callback"]))
         self._listener_calls = ListenerCalls(observer=self._events.listener_called)

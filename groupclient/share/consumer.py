@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import Any, Generic
 
 from ..clock import Clock, SystemClock, Timer
-from ..consumer.config import check_name
+from ..consumer.config import check_name, network_config
 from ..consumer.deserializers import bind
 from ..consumer.thread_ownership import ThreadOwnership
 from ..errors import ArgumentTypeError, CallTimeoutError, ConfigurationError, IllegalStateError
@@ -32,9 +32,8 @@ from ..member.coordinator_lookup import CoordinatorLookup
 from ..member.heartbeat_thread import HeartbeatThread
 from ..member.share_member import ShareGroupMember
 from ..member.types import GroupConfig
-from ..network.client import NetworkClient, NetworkConfig, parse_bootstrap
+from ..network.client import NetworkClient
 from ..network.io import IOBackend
-from ..network.security import security_from_config
 from ..protocol.consumer_group_heartbeat import new_member_id
 from ..protocol.share_group import AcknowledgeType, ShareAcquireMode
 from ..structs import K, TopicPartition, V
@@ -91,21 +90,13 @@ class ShareConsumer(Generic[K, V]):
     def __init__(self, *topics: str, clock: Clock | None = None, io: IOBackend | None = None,
                  rng: random.Random | None = None, **configs: Unpack[ShareConsumerSettings[K, V]]) -> None:
         self.config = cfg = build_share_config(configs)
-        security = security_from_config(cfg)
-        try:
-            bootstrap = parse_bootstrap(cfg["bootstrap_servers"])
-        except ValueError as exc:
-            raise ConfigurationError(str(exc)) from None
+        network = network_config(cfg)  # before anything starts: a bad setting raises here
         self._clock = clock or SystemClock()
         self._rng = rng or random.Random()
         self._ownership = ThreadOwnership("ShareConsumer")
         self._closed = False
         self._explicit = cfg["share_acknowledgement_mode"] == "explicit"
-        self._client = NetworkClient(NetworkConfig(
-            bootstrap, cfg["client_id"], cfg["request_timeout_ms"], cfg["reconnect_backoff_ms"],
-            cfg["reconnect_backoff_max_ms"], cfg["max_in_flight_requests_per_connection"],
-            cfg["metadata_max_age_ms"], cfg["allow_auto_create_topics"], cfg["retry_backoff_ms"], security),
-            self._clock, self._rng, io=io)
+        self._client = NetworkClient(network, self._clock, self._rng, io=io)
         group_id = cfg["group_id"]
         member_id = new_member_id(self._rng)
         lookup = CoordinatorLookup(self._client, group_id, cfg["retry_backoff_ms"], self._rng)
