@@ -48,6 +48,7 @@ LONG_FIRST = (
     "tests/chaos/test_kafka_chaos.py::test_a_mixed_group",
     "tests/eos/",
     "tests/sim/test_random_schedules.py::test_500_seeded_schedules_keep_every_invariant",
+    "tests/sim/test_share_groups.py::test_100_seeded_share_schedules",
     "tests/integration/test_cooperative_groups.py::test_mixed_cooperative_group_on_tansu",
     "tests/docs/test_record_path_install.py::",
     "tests/integration/test_tansu.py::",

@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
 from types import TracebackType
@@ -206,6 +207,23 @@ class EmbeddedCluster:
                                           "target": named(group.target.get(m.member_id, {}))}
                             for m in group.members.values()},
             }
+        return self._call(describe)
+
+    def share_partitions(self, group_id: str) -> dict[tuple[str, int], dict[str, Any]]:
+        """A share group's share-partitions as the cluster has them, by (topic, partition): the
+        start offset (every record before it is finished: acknowledged or archived), the next
+        offset never handed out, and the records between them by state (``{"ACQUIRED": 2, ...}``)."""
+        def describe(core: ClusterCore) -> dict[tuple[str, int], dict[str, Any]]:
+            found: dict[tuple[str, int], dict[str, Any]] = {}
+            for topic_id, index in core.share_groups.partitions_of(group_id):
+                partition = core.share_groups.known_partition(group_id, topic_id, index)
+                name = core.topics.name_of(topic_id)
+                if partition is None or name is None:
+                    continue
+                states = Counter(record.state.name for record in partition.window.values())
+                found[(name, index)] = {"start_offset": partition.start_offset, "next_offset": partition.next_offset,
+                                        "states": dict(sorted(states.items()))}
+            return found
         return self._call(describe)
 
     # -- faults and nodes ----------------------------------------------------------------

@@ -103,6 +103,9 @@ class _Sent:
     ticket: int
     fetching: bool  # a ShareFetch that acquires records (else one that only acknowledges or forgets)
     ack_only: bool = False  # a ShareAcknowledge
+    # when it went (monotonic ms): the broker locks what it acquires after this, so a lock runs
+    # out no sooner than this plus the lock's length, however late the application takes the answer
+    sent_at: int = 0
 
 
 @dataclass
@@ -277,6 +280,7 @@ class ShareFetcher:
         return futures
 
     def _send(self, sent: _Sent) -> Any:
+        sent.sent_at = self._now()
         c = self.config
         r = sent.request
         session = self.sessions[sent.node]
@@ -409,7 +413,7 @@ class ShareFetcher:
                         p.error_code, api, f"ShareFetch of {tp.topic}-{tp.partition}"
                         + (f": {p.error_message}" if p.error_message else "")))
                 elif fetch and p.acquired_records:
-                    self._take_records(sent.node, tp, (topic.topic_id, p.partition_index), p)
+                    self._take_records(sent, tp, (topic.topic_id, p.partition_index), p)
         if troubled:  # not again at once: the same answer would come
             session.back_off(self._now() + self.config.retry_backoff_ms)
         missing = {tp: v for tp, v in sent.acks.items() if tp not in answered}
@@ -424,11 +428,11 @@ class ShareFetcher:
         elif action is not Action.RETRY and action is not Action.NONE:
             self.problems.errors.append(error)
 
-    def _take_records(self, node: int, tp: TopicPartition, tip: TopicIdPartition, p: Any) -> None:
+    def _take_records(self, sent: _Sent, tp: TopicPartition, tip: TopicIdPartition, p: Any) -> None:
         """Buffer the records acquired, to be decoded when a poll takes them."""
         lock = self.acquisition_lock_timeout_ms
         acquired = sum(r.last_offset - r.first_offset + 1 for r in p.acquired_records)
-        self.buffer.append(Chunk(tp, node, [], expires_at=None if lock is None else self._now() + lock,
+        self.buffer.append(Chunk(tp, sent.node, [], expires_at=None if lock is None else sent.sent_at + lock,
                                  raw=(p.records or b"", list(p.acquired_records), tip), acquired=acquired))
 
     def _decode(self, chunk: Chunk) -> None:

@@ -26,6 +26,8 @@ from .members import Behaviour, RecordingConsumer, SimMember
 from .network import SimIO, SimNetwork
 from .scheduler import Scheduler
 from .server import SimServerRuntime
+from .share_invariants import ShareInvariants
+from .share_members import ShareBehaviour, ShareLedger, ShareSimMember
 
 log = logging.getLogger("groupclient.testing")
 
@@ -67,7 +69,7 @@ class GroupSimulation:
     """
 
     def __init__(self, seed: int = 0, *, nodes: int = 1, topics: dict[str, int] | None = None,
-                 group_id: str = "sim-group", min_latency_ms: int = 1, max_latency_ms: int = 5,
+                 group_id: str = "sim-group", share_group_id: str = "sim-share", min_latency_ms: int = 1, max_latency_ms: int = 5,
                  check_invariants: bool = True, record_trace: bool = False, **coordinator_settings: Any) -> None:
         """Every random draw (the scheduler's choices, latencies, the members' and the cluster's
         random sources) and every time comes from ``seed``: a seed replays byte for byte.
@@ -100,8 +102,14 @@ class GroupSimulation:
         for name, partitions in (topics or {"t": 6}).items():
             self.core.topics.create(name, partitions)
         self.invariants = Invariants(self)
+        # share-group members (KIP-932), in a group of their own, and what they were handed
+        self.share_group_id = share_group_id
+        self.share_members: dict[str, ShareSimMember] = {}
+        self.share_ledger = ShareLedger()
+        self.share_invariants = ShareInvariants(self)
         if check_invariants:
             self.scheduler.observers.append(self.invariants.check)
+            self.scheduler.observers.append(self.share_invariants.check)
 
     # -- addresses and inspection ------------------------------------------------------------
     @property
@@ -188,6 +196,57 @@ class GroupSimulation:
         self.note(f"member {name} starts (driven by the test)")
         return consumer
 
+    def add_share_member(self, name: str, topics: list[str] | None = None, *,
+                         behaviour: ShareBehaviour | None = None, **configs: Any) -> ShareSimMember:
+        """Start a member of the share group whose application loop polls, acknowledges and
+        commits per ``behaviour``; ``configs`` are ShareConsumer settings."""
+        if name in self.share_members and self.share_members[name].alive:
+            raise ValueError(f"share member {name!r} is already running")
+        settings = {"group_id": self.share_group_id, "client_id": name, "bootstrap_servers": self.bootstrap_servers,
+                    "fetch_max_wait_ms": 1000, "request_timeout_ms": 30_000, "retry_backoff_ms": 100, **configs}
+        rng = self._member_rng(name)
+        member = ShareSimMember(self.scheduler, self.share_ledger, name, topics or sorted(self.core.topics.topics),
+                                settings, SimIO(self.network, name), behaviour or ShareBehaviour(), rng,
+                                random.Random(f"{self.seed}/{name}/{self._incarnations[name]}/acks"))
+        self.share_members[name] = member
+        member.thread = self.scheduler.spawn(f"{name}-app", member.run, owner=name)
+        self.note(f"share member {name} starts")
+        return member
+
+    def share_drained(self) -> bool:
+        """Every record of every topic finished by the share group (Acknowledged or Archived)."""
+        for name, topic in self.core.topics.topics.items():
+            for index, log in enumerate(topic.partitions):
+                partition = self.share_invariants.share_partition(TopicPartition(name, index))
+                if partition is None or partition.start_offset != log.high_watermark:
+                    return False
+        return True
+
+    def describe_share(self) -> str:
+        """The share group's members and assignments on the coordinator, each share-partition's
+        window, and each live share member's view, for failure messages."""
+        group = self.core.share_groups.groups.get(self.share_group_id)
+        lines = [f"t={self.now} share group: " + ("none" if group is None else f"epoch {group.epoch} " + str(sorted(
+            f"{m.member_id}@{m.epoch}:{sorted(p for _, p in m.assigned)}" for m in group.members.values())))]
+        for name, topic in self.core.topics.topics.items():
+            for index, log in enumerate(topic.partitions):
+                partition = self.share_invariants.share_partition(TopicPartition(name, index))
+                if partition is None:
+                    lines.append(f"{name}-{index}: not started (log end {log.high_watermark})")
+                    continue
+                held = sorted({(r.state.name, r.member, r.deliveries) for r in partition.window.values()})
+                lines.append(f"{name}-{index}: start {partition.start_offset} next {partition.next_offset} log end "
+                             f"{log.high_watermark}; window {held[:6]}")
+        for member in self.share_members.values():
+            if member.alive and member.consumer is not None:
+                c = member.consumer
+                lines.append(f"{member.name} ({member.member_id}): {c!r} metrics {c.metrics()} "
+                             f"errors {[repr(e) for _, e in member.errors[-3:]]}")
+        return "\n  ".join(lines)
+
+    def _any_member(self, name: str) -> SimMember | ShareSimMember:
+        return self.share_members[name] if name in self.share_members else self.members[name]
+
     def _member_settings(self, name: str, configs: dict[str, Any]) -> dict[str, Any]:
         """MEMBER_DEFAULTS, the group and the addresses, then ``configs``; without the classic
         protocol's own settings for a consumer-protocol member (``group_protocol="consumer"``)."""
@@ -206,7 +265,7 @@ class GroupSimulation:
 
     def crash(self, name: str) -> None:
         """Kill the member's process: no LeaveGroup, no commit, its connections reset."""
-        member = self.members[name]
+        member = self._any_member(name)
         member.state = "crashed"
         member.io.kill()
         self.scheduler.crash(name)
@@ -214,12 +273,12 @@ class GroupSimulation:
 
     def leave(self, name: str) -> None:
         """Let the member's application close its consumer (commit, revoke, LeaveGroup)."""
-        self.members[name].stop()
+        self._any_member(name).stop()
         self.note(f"member {name} is asked to close")
 
     def pause(self, name: str, ms: int) -> None:
         """The application stops calling poll() for ``ms`` (slow processing); threads go on."""
-        member = self.members[name]
+        member = self._any_member(name)
         member.behaviour.pause_until_ms = self.now + ms
         self.note(f"member {name} stops polling for {ms} ms")
 
@@ -230,7 +289,7 @@ class GroupSimulation:
 
     def cut(self, name: str) -> None:
         """Reset every connection of the member (it reconnects by itself)."""
-        self.members[name].io.cut()
+        self._any_member(name).io.cut()
         self.note(f"member {name}'s connections are cut")
 
     def cut_off(self, name: str, node_id: int) -> None:
@@ -328,7 +387,8 @@ class GroupSimulation:
         """Crash whatever still runs, so no thread outlives the simulation.  The invariants are
         no longer checked: a violation already raised is not raised again while it winds down."""
         self.scheduler.observers.clear()
-        for name, member in self.members.items():
+        everyone: list[tuple[str, SimMember | ShareSimMember]] = [*self.members.items(), *self.share_members.items()]
+        for name, member in everyone:
             if member.alive:
                 member.io.kill()
                 self.scheduler.crash(name)

@@ -125,13 +125,16 @@ class ChaosSettings:
 class Incarnation:
     """One member process; a reader thread keeps its events."""
 
+    script: ClassVar[Path] = MEMBER_SCRIPT  # what the process runs, and its name's prefix
+    prefix: ClassVar[str] = "m"
+
     def __init__(self, slot: int, number: int, settings: ChaosSettings, bootstrap: str, log_dir: Path) -> None:
-        self.name = f"m{slot}.{number}"
+        self.name = f"{self.prefix}{slot}.{number}"
         self.slot = slot
         self.client = settings.client_of(slot)
         self.protocol = settings.protocol_of(slot)
         self.stderr_path = log_dir / f"{self.name}.stderr"
-        cmd = [sys.executable, str(MEMBER_SCRIPT), *self.arguments(settings, bootstrap)]
+        cmd = [sys.executable, str(self.script), *self.arguments(settings, bootstrap)]
         self._stderr = open(self.stderr_path, "w")
         self.started_at = time.monotonic()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=MEMBER_ENV)
@@ -246,6 +249,9 @@ class ChaosRun:
     produced: int = 0
     cluster_end_offsets: dict[int, int] = field(default_factory=dict)
     generations: tuple[int, int] = (0, 0)
+    # what else runs on the cluster beside the group (share_side.py): started once the cluster
+    # is, finished once the group has committed everything, closed whatever happens
+    sides: list[Any] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.settings.seed)
@@ -259,6 +265,8 @@ class ChaosRun:
         try:
             self._start_cluster()
             self._create_topic()
+            for side in self.sides:
+                side.start()
             producer.start()
             self.slots = [self._incarnation(i, 0) for i in range(s.members)]
             if not self._wait_converged(60):
@@ -276,6 +284,7 @@ class ChaosRun:
             # not clear) still closes its members, its producer and what it opened on the cluster
             every_step(self._clear_faults,
                        *[member.close for member in [*self.slots, *self.gone]],
+                       *[side.close for side in self.sides],
                        lambda: producer.join(60) if producer.is_alive() else None,
                        self._stop_cluster)
 
@@ -321,6 +330,8 @@ class ChaosRun:
         if not wait_until(lambda: self._committed() == end, 90, interval_s=0.2):
             raise AssertionError(f"seed {self.settings.seed}: commits never reached the end offsets: "
                                  f"committed {self._committed()}, end {end}")
+        for side in self.sides:
+            side.finish()
 
     # -- episodes ------------------------------------------------------------------------
     def _episode(self) -> None:

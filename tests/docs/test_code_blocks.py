@@ -174,6 +174,8 @@ RUNS: dict[str, Runner] = {
     "docs/testing.md: from groupclient.testing import GroupSimulation": Python(contexts.simulated_test),
     "docs/testing.md: python -m groupclient.testing.schedules --first 10000 --count 5000 --faults 8 "
     "--span-ms 60000": Command((("--count 5000", "--count 3"),)),
+    "docs/testing.md: python -m groupclient.testing.share_schedules --first 1000 --count 2000 --faults 8":
+        Command((("--count 2000", "--count 3"),)),
     "docs/testing.md: python -m tests.chaos --seconds 600 [--seed N] [--faults kill_member,pause_member,...] "
     "[--logs DIR]": Synopsis(),
     "docs/testing.md: flock /tmp/groupclient-kafka-cluster.lock python -m tests.chaos --kafka --seconds 3600 "

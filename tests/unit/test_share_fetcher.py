@@ -216,3 +216,15 @@ def test_records_whose_locks_ran_out_in_the_buffer_are_not_handed_out() -> None:
     f.clock.advance(30_000 - 2_000)  # the broker's lock (30 s), less the margin left for the application
     assert f.fetcher.take_records(500) == [] and f.fetcher.expired_unused == 2
     assert f.fetcher.buffered() == 0
+
+
+def test_a_lock_runs_from_when_the_fetch_went_not_from_when_the_application_took_the_answer() -> None:
+    # the answer came while the application was busy (it arrives on whichever thread polls the
+    # network, and waits for the application's next poll): its records' locks were already running
+    f = Fetching()
+    f.fetches.append(fetch_answer([part(records(0, 4), [(0, 3, 1)])]))
+    f.engine.step(fetch=True)
+    f.net.deliver()
+    f.clock.advance(30_000 - 1_000)  # the application comes back 29 s later
+    f.engine.take_answers()
+    assert f.fetcher.take_records(500) == [] and f.fetcher.expired_unused == 4

@@ -36,24 +36,42 @@ def session_error(call: object) -> E:
 
 def test_a_session_opens_at_epoch_0_and_each_request_moves_it_on() -> None:
     s = groups()
-    assert s.fetch_session("g", "m", 0, [(T, 0)], []).epoch == 1
-    assert session_error(lambda: s.fetch_session("g", "m", 2, [], [])) is E.INVALID_SHARE_SESSION_EPOCH
-    assert s.fetch_session("g", "m", 1, [(T, 1)], [(T, 0)]).partitions == [(T, 1)]
-    assert s.acknowledge_session("g", "m", 2).epoch == 3
-    assert session_error(lambda: s.acknowledge_session("g", "m", 0)) is E.INVALID_SHARE_SESSION_EPOCH
-    assert session_error(lambda: s.fetch_session("g", "other", 1, [], [])) is E.SHARE_SESSION_NOT_FOUND
-    assert session_error(lambda: s.acknowledge_session("g", "other", -1)) is E.SHARE_SESSION_NOT_FOUND
+    assert s.fetch_session(0, "g", "m", 0, [(T, 0)], []).epoch == 1
+    assert session_error(lambda: s.fetch_session(0, "g", "m", 2, [], [])) is E.INVALID_SHARE_SESSION_EPOCH
+    assert s.fetch_session(0, "g", "m", 1, [(T, 1)], [(T, 0)]).partitions == [(T, 1)]
+    assert s.acknowledge_session(0, "g", "m", 2).epoch == 3
+    assert session_error(lambda: s.acknowledge_session(0, "g", "m", 0)) is E.INVALID_SHARE_SESSION_EPOCH
+    assert session_error(lambda: s.fetch_session(0, "g", "other", 1, [], [])) is E.SHARE_SESSION_NOT_FOUND
+    assert session_error(lambda: s.acknowledge_session(0, "g", "other", -1)) is E.SHARE_SESSION_NOT_FOUND
     assert (next_epoch(2**31 - 1), next_epoch(-1)) == (1, -1)
+
+
+def test_each_broker_keeps_its_own_session_of_a_member() -> None:
+    # a member fetching from the leaders of three partitions has a session with each, each at its
+    # own epoch: opening one with a broker leaves its sessions with the others as they were
+    s = groups()
+    assert s.fetch_session(0, "g", "m", 0, [(T, 0)], []).epoch == 1
+    assert s.fetch_session(1, "g", "m", 0, [(T, 1)], []).epoch == 1
+    assert s.fetch_session(0, "g", "m", 1, [], []).partitions == [(T, 0)]
+    assert s.acknowledge_session(1, "g", "m", 1).epoch == 2
+    p = s.share_partition("g", T, 0, lambda reset: 0)
+    q = s.share_partition("g", T, 1, lambda reset: 0)
+    assert p is not None and q is not None
+    p.acquire("m", [(0, 9)], 10, 10, ShareAcquireMode.BATCH_OPTIMIZED, 0)
+    q.acquire("m", [(0, 9)], 10, 10, ShareAcquireMode.BATCH_OPTIMIZED, 0)
+    s.close_session(1, "g", "m")  # ends what broker 1's session holds, and only that
+    assert q.acquired_by("m") == [] and len(p.acquired_by("m")) == 10
+    assert s.fetch_session(0, "g", "m", 2, [], []).epoch == 3
 
 
 def test_closing_a_session_releases_what_its_member_holds_in_its_partitions() -> None:
     s = groups()
-    s.fetch_session("g", "m", 0, [(T, 0)], [])
+    s.fetch_session(0, "g", "m", 0, [(T, 0)], [])
     p = s.share_partition("g", T, 0, lambda reset: 0)
     assert p is not None
     p.acquire("m", [(0, 9)], 10, 10, ShareAcquireMode.BATCH_OPTIMIZED, 0)
-    s.close_session("g", "m")
-    assert p.acquired_by("m") == [] and ("g", "m") not in s.sessions
+    s.close_session(0, "g", "m")
+    assert p.acquired_by("m") == [] and (0, "g", "m") not in s.sessions
     assert p.acquire("n", [(0, 9)], 10, 10, ShareAcquireMode.BATCH_OPTIMIZED, 0)[0].deliveries == 2
 
 
@@ -98,7 +116,7 @@ def test_what_a_share_partition_settled_survives_a_restart_and_a_compaction(tmp_
     acquisition); the journal is compacted on the way."""
     store = group_store(tmp_path, compaction_min_bytes=512)
     s = ShareGroups(CoordinatorConfig(), store)
-    s.fetch_session("g", "m", 0, [(T, 0)], [])
+    s.fetch_session(0, "g", "m", 0, [(T, 0)], [])
     p = s.share_partition("g", T, 0, lambda reset: 0)
     assert p is not None
     for other in range(1, 40):  # other partitions, each settling a record: compactions rewrite the journal

@@ -39,14 +39,14 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         return error_response(req, ErrorCode.INVALID_REQUEST)
     shares = ctx.core.share_groups
     try:
-        shares.acknowledge_session(req.group_id, req.member_id, req.share_session_epoch)
+        shares.acknowledge_session(ctx.node.node_id, req.group_id, req.member_id, req.share_session_epoch)
     except SessionError as refused:
         return error_response(req, refused.error)
-    shares.used_on(req.group_id, req.member_id, ctx.connection)
+    shares.used_on(ctx.node.node_id, req.group_id, req.member_id, ctx.connection)
     renewing = req.version >= 2 and bool(req.is_renew_ack)
     outcomes = acknowledge(ctx, req.group_id, req.member_id, req.topics, req.version, renewing)
     if req.share_session_epoch == CLOSE_SESSION_EPOCH:
-        shares.close_session(req.group_id, req.member_id)
+        shares.close_session(ctx.node.node_id, req.group_id, req.member_id)
     return _response(req, ErrorCode.NONE, outcomes, shares.partition_settings(req.group_id).record_lock_duration_ms)
 
 

@@ -78,17 +78,17 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     shares = ctx.core.share_groups
     forgotten = [(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions]
     try:
-        session = shares.fetch_session(req.group_id, req.member_id, req.share_session_epoch, _requested(req),
-                                       forgotten)
+        session = shares.fetch_session(ctx.node.node_id, req.group_id, req.member_id, req.share_session_epoch,
+                                       _requested(req), forgotten)
     except SessionError as refused:
         return error_response(req, refused.error)
-    shares.used_on(req.group_id, req.member_id, ctx.connection)
+    shares.used_on(ctx.node.node_id, req.group_id, req.member_id, ctx.connection)
     lock_ms = shares.partition_settings(req.group_id).record_lock_duration_ms
     parts: dict[Key, _Fetched] = {}
     for key, outcome in acknowledge(ctx, req.group_id, req.member_id, req.topics, req.version, renewing).items():
         parts.setdefault(key, _Fetched()).acked = outcome
     if req.share_session_epoch == CLOSE_SESSION_EPOCH:
-        shares.close_session(req.group_id, req.member_id)
+        shares.close_session(ctx.node.node_id, req.group_id, req.member_id)
         return _response(req, ErrorCode.NONE, parts, lock_ms)
     if renewing:
         return _response(req, ErrorCode.NONE, parts, lock_ms)

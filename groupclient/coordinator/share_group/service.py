@@ -3,7 +3,8 @@
 ``SharePartitionManager`` keep them.  Sans-IO (``now`` is given; the handlers do the waiting), and on
 the cluster's event loop thread only, so nothing here is locked.
 
-Share sessions (Kafka's ``ShareSessionCache``), one per (group, member):
+Share sessions (Kafka's ``ShareSessionCache``, which each broker keeps for itself), one per (node,
+group, member): a member fetching from three leaders has three sessions, each with its own epoch:
 
 - a ShareFetch at epoch 0 opens one with the partitions it names (any earlier one is dropped,
   without releasing what it held), and the session's epoch becomes 1;
@@ -37,7 +38,7 @@ from .group import ShareAnswer, ShareGroup, ShareGroupSettings, ShareHeartbeatEr
 from .partition import SharePartition, ShareSettings
 
 TopicPartitionId = tuple[uuid.UUID, int]
-SessionKey = tuple[str, str]  # (group, member)
+SessionKey = tuple[int, str, str]  # (node, group, member)
 
 
 @dataclass
@@ -180,11 +181,11 @@ class ShareGroups:
         self.persist(group_id, topic_id, index)
 
     # -- share sessions ----------------------------------------------------------------------------
-    def fetch_session(self, group_id: str, member_id: str, epoch: int, added: list[TopicPartitionId],
+    def fetch_session(self, node_id: int, group_id: str, member_id: str, epoch: int, added: list[TopicPartitionId],
                       forgotten: list[TopicPartitionId]) -> ShareSession:
-        """The session a ShareFetch goes on (opened at epoch 0, moved on otherwise); the final one
-        is returned as it is, for :meth:`close_session` after its acknowledgements."""
-        key = (group_id, member_id)
+        """The session a ShareFetch to ``node_id`` goes on (opened at epoch 0, moved on otherwise);
+        the final one is returned as it is, for :meth:`close_session` after its acknowledgements."""
+        key = (node_id, group_id, member_id)
         if epoch == OPEN_SESSION_EPOCH:
             opened = self.sessions[key] = ShareSession(1)
             opened.add(added)
@@ -201,11 +202,11 @@ class ShareGroups:
         session.epoch = next_epoch(epoch)
         return session
 
-    def acknowledge_session(self, group_id: str, member_id: str, epoch: int) -> ShareSession:
-        """The session a ShareAcknowledge goes on (moved on, unless it is the final one)."""
+    def acknowledge_session(self, node_id: int, group_id: str, member_id: str, epoch: int) -> ShareSession:
+        """The session a ShareAcknowledge to ``node_id`` goes on (moved on, unless it is the final one)."""
         if epoch == OPEN_SESSION_EPOCH:
             raise SessionError(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
-        session = self.sessions.get((group_id, member_id))
+        session = self.sessions.get((node_id, group_id, member_id))
         if session is None:
             raise SessionError(ErrorCode.SHARE_SESSION_NOT_FOUND)
         if epoch != CLOSE_SESSION_EPOCH:
@@ -214,9 +215,10 @@ class ShareGroups:
             session.epoch = next_epoch(epoch)
         return session
 
-    def used_on(self, group_id: str, member_id: str, connection: object) -> None:
-        """The member's session was just used on ``connection``: it ends when that connection does."""
-        key = (group_id, member_id)
+    def used_on(self, node_id: int, group_id: str, member_id: str, connection: object) -> None:
+        """The member's session with ``node_id`` was just used on ``connection``: it ends when that
+        connection does."""
+        key = (node_id, group_id, member_id)
         if key not in self.sessions or connection is None:
             return
         before = self._connection_of.get(key)
@@ -228,16 +230,18 @@ class ShareGroups:
 
     def connection_closed(self, connection: object) -> None:
         """A connection closed: the share sessions last used on it end."""
-        for group_id, member_id in sorted(self._connections.pop(connection, set())):
-            self._connection_of.pop((group_id, member_id), None)
-            self.close_session(group_id, member_id)
+        for node_id, group_id, member_id in sorted(self._connections.pop(connection, set())):
+            self._connection_of.pop((node_id, group_id, member_id), None)
+            self.close_session(node_id, group_id, member_id)
 
-    def close_session(self, group_id: str, member_id: str) -> None:
-        """The session ends: its member's records in its partitions are released."""
-        connection = self._connection_of.pop((group_id, member_id), None)
+    def close_session(self, node_id: int, group_id: str, member_id: str) -> None:
+        """The member's session with ``node_id`` ends: what it holds in the session's partitions
+        is released."""
+        key = (node_id, group_id, member_id)
+        connection = self._connection_of.pop(key, None)
         if connection is not None:
-            self._connections.get(connection, set()).discard((group_id, member_id))
-        session = self.sessions.pop((group_id, member_id), None)
+            self._connections.get(connection, set()).discard(key)
+        session = self.sessions.pop(key, None)
         for topic_id, index in session.partitions if session is not None else ():
             partition = self.partitions.get((group_id, topic_id, index))
             if partition is not None:
