@@ -4,6 +4,8 @@
   read by executor tasks that are members of the group, committed once it is staged durably.
 - :func:`consume`: long-running members on the executors handing batches to your function and
   committing after it returns, until a :class:`StopWhen` condition.
+- :func:`consume_share`: executor tasks as members of a share group (KIP-932), each batch accepted
+  when your function returns and released when it raises.
 - :func:`register`: ``spark.read.format("groupclient")`` and ``spark.readStream.format("groupclient")``.
 
 Consumers are created inside the executors from a plain configuration dict; see docs/spark.md.
@@ -21,6 +23,7 @@ except ImportError as exc:  # pragma: no cover - the spark extra installs it
 from .batch import BatchRead, ReadTimeoutError, read_batch, run_batch_read
 from .consume import consume
 from .member_loop import MemberReport, TaskInfo
+from .share import ShareMemberReport, consume_share
 from .stop import StopWhen
 
 
@@ -30,5 +33,5 @@ def register(spark: Any) -> None:
     register_source(spark)
 
 
-__all__ = ["BatchRead", "MemberReport", "ReadTimeoutError", "StopWhen", "TaskInfo", "consume", "read_batch",
-           "register", "run_batch_read"]
+__all__ = ["BatchRead", "MemberReport", "ReadTimeoutError", "ShareMemberReport", "StopWhen", "TaskInfo", "consume",
+           "consume_share", "read_batch", "register", "run_batch_read"]

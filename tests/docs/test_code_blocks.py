@@ -159,6 +159,8 @@ RUNS: dict[str, Runner] = {
         (f"{SPARK}::test_read_batch_blocks",), "needs the Spark session of tests/spark"),
     "docs/spark.md: from groupclient.spark import StopWhen, consume": Mirrored(
         (f"{SPARK}::test_consume_block",), "needs the Spark session of tests/spark"),
+    "docs/spark.md: from groupclient.spark import StopWhen, consume_share": Mirrored(
+        (f"{SPARK}::test_consume_share_block",), "needs the Spark session of tests/spark"),
     "docs/spark.md: import groupclient.spark": Mirrored(
         (f"{SPARK}::test_data_source_blocks",), "needs the Spark session of tests/spark"),
     "docs/spark.md: query = (spark.readStream.format(\"groupclient\").option(\"kafka.bootstrap.servers\", "

@@ -3,7 +3,8 @@ session (local[2,2]) against an embedded cluster whose ``orders`` topic holds JS
 
 Changes to the blocks' text, each needed to run them here: the broker address becomes the
 cluster's; ``s3a://bucket/...`` a local staging directory; ``consume``'s 60 s idle stop 2 s and its
-4 members 2 (two cores: Spark runs tasks beyond the cores one wave after another).
+4 members 2 (two cores: Spark runs tasks beyond the cores one wave after another); ``consume_share``'s
+60 s idle stop 3 s, its 8 members 2 and its share group a fresh one.
 """
 
 from __future__ import annotations
@@ -83,6 +84,25 @@ def test_consume_block(spark: Any, embedded: EmbeddedCluster, tmp_path: Path) ->
                    {"idle_ms=60_000": "idle_ms=2_000", "members=4": "members=2"})
     reports = ns["reports"]
     assert sum(r.records for r in reports) == ORDERS, reports
+
+
+def test_consume_share_block(spark: Any, embedded: EmbeddedCluster, tmp_path: Path) -> None:
+    """Runs "docs/spark.md: from groupclient.spark import StopWhen, consume_share" on a share group
+    set to start at the beginning; its members must then have accepted every record."""
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+    topic = loaded(embedded)
+    group = f"share-{topic}"
+    admin = KafkaAdminClient(bootstrap_servers=embedded.bootstrap_servers)
+    try:
+        admin.alter_configs([ConfigResource(ConfigResourceType.GROUP, group, configs={
+            "share.auto.offset.reset": "earliest"})])
+    finally:
+        admin.close()
+    ns = run_block("docs/spark.md: from groupclient.spark import StopWhen, consume_share", tmp_path,
+                   {"spark": spark}, embedded.bootstrap_servers, topic,
+                   {"idle_ms=60_000": "idle_ms=3_000", "members=8": "members=2", '"billing-workers"': repr(group)})
+    assert sum(r.accepted for r in ns["reports"]) == ORDERS, ns["reports"]
 
 
 def test_data_source_blocks(spark: Any, embedded: EmbeddedCluster, tmp_path: Path) -> None:
