@@ -209,6 +209,7 @@ class ShareConsumer(Generic[K, V]):
                 raise IllegalStateError("Consumer is not subscribed to any topics: call subscribe() first")
             self._start_heartbeat()
             self._engine.metrics.polls += 1
+            self._engine.poll_started(self._clock.monotonic_ms())
             timer = Timer(self._clock, timeout_ms)
             while True:
                 self._member.poll_heartbeat(self._clock.monotonic_ms())
@@ -223,6 +224,7 @@ class ShareConsumer(Generic[K, V]):
                 if self._fetcher.buffered():
                     records = self._hand_out(self._fetcher.take_records(limit))
                     if records:
+                        self._engine.handed_out(self._clock.monotonic_ms())
                         # fetching ahead (as librdkafka's consumer, not Java's): the next records
                         # come while the application works on these (engine.step says when)
                         self._engine.step(fetch=True)

@@ -15,7 +15,7 @@ from ..clock import Clock, Timer
 from ..errors import GroupClientError
 from ..member.share_member import ShareGroupMember
 from ..network.client import NetworkClient
-from ..protocol.share_group import AcknowledgeType
+from ..protocol.share_group import AcknowledgeType, ShareAcquireMode
 from ..structs import TopicPartition
 from .fetcher import AckOutcome, ShareFetcher
 from .in_flight import InFlight
@@ -25,6 +25,13 @@ from .settings import AcknowledgementCommitCallback
 log = logging.getLogger("groupclient.share")
 
 POLL_SLICE_MS = 100  # the longest a wait sleeps before looking at the group again
+# An application back in poll() within QUICK_GAP_MS of its last records keeps up with the fetches:
+# its fetches ask for FETCH_AHEAD_POLLS polls' records (batch_optimized mode; record_limit asks for
+# exactly a poll's), and its acknowledgements wait for the next fetch, ACK_LINGER_MS at most.  At
+# that pace what is buffered is handed out in well under a second, far within a record's lock.
+QUICK_GAP_MS = 50
+FETCH_AHEAD_POLLS = 4
+ACK_LINGER_MS = 200
 
 
 @dataclass
@@ -66,13 +73,30 @@ class ShareEngine:
         self._errors: list[BaseException] = []  # raised by poll(), one per call
         self.in_callback = False
         self.poll_records = 500  # what a poll takes at most (max_poll_records): how far ahead to fetch
+        self._handed_at: int | None = None  # when the last poll handed records out
+        # wanted()'s last answer, and the (assignment, metadata) versions it was found for
+        self._wanted: tuple[tuple[int, int], dict[int, dict[TopicPartition, TopicIdPartition]]] | None = None
+        # the application came back to poll() within QUICK_GAP_MS of its last records (and the
+        # acquire mode lets a fetch ask for more than a poll's worth)
+        self.quick = False
+
+    def poll_started(self, now: int) -> None:
+        """The application called poll(): whether it keeps up with the fetches."""
+        self.quick = (self._handed_at is not None and now - self._handed_at < QUICK_GAP_MS
+                      and self.fetcher.config.acquire_mode == ShareAcquireMode.BATCH_OPTIMIZED)
+
+    def handed_out(self, now: int) -> None:
+        """A poll returned records to the application."""
+        self._handed_at = now
 
     # -- the group and the sessions -----------------------------------------------------------
     def wanted(self) -> dict[int, dict[TopicPartition, TopicIdPartition]]:
         """The assigned partitions whose topic and leader are known, by leader; asks for metadata
-        about the rest."""
-        _, assignment = self.member.assignment()
+        about the rest.  The same answer, not to be changed, while neither has moved on."""
+        version, assignment = self.member.assignment()
         snapshot = self.client.metadata.snapshot
+        if self._wanted is not None and self._wanted[0] == (version, snapshot.version):
+            return self._wanted[1]
         names = {topic_id: name for name, topic_id in snapshot.topic_ids.items()}
         by_node: dict[int, dict[TopicPartition, TopicIdPartition]] = {}
         missing = False
@@ -91,6 +115,8 @@ class ShareEngine:
                 by_node.setdefault(leader, {})[tp] = (topic_id, partition)
         if missing:
             self.client.metadata.request_update()
+        else:
+            self._wanted = ((version, snapshot.version), by_node)
         return by_node
 
     def step(self, fetch: bool) -> None:
@@ -101,17 +127,29 @@ class ShareEngine:
             m.coordinator.lookup()
         self.client.maybe_update_metadata()
         self.take_answers()
+        quick = fetch and self.quick
         if fetch and not self.in_flight.renewing():
-            # a fetch goes when fewer records wait than a poll takes, or, with acknowledgements to
-            # carry, fewer than two polls' worth: so that acknowledgements ride on fetches (one
-            # request, not two: a ShareAcknowledge costs Kafka a state write before it answers)
-            # while the records acquired ahead stay within two polls
             buffered = self.fetcher.buffered()
-            if buffered < self.poll_records:
-                self.fetcher.fetch(self.wanted())
-            elif buffered < 2 * self.poll_records and self.fetcher.pending:
-                self.fetcher.fetch(self.wanted(), acks_only=True)
-        self.fetcher.send_acks()
+            if quick:
+                # an application that keeps up with the fetches: each asks for several polls'
+                # records and goes while two polls' worth still wait, carrying the acknowledgements
+                # made meanwhile (a ShareAcknowledge of its own would hold the session up: Kafka
+                # writes the share state before it answers)
+                self.fetcher.fetch_records = FETCH_AHEAD_POLLS * self.poll_records
+                if buffered < FETCH_AHEAD_POLLS * self.poll_records:
+                    self.fetcher.fetch(self.wanted())
+            else:
+                # a fetch goes when fewer records wait than a poll takes, or, with acknowledgements
+                # to carry, fewer than two polls' worth: so that acknowledgements ride on fetches
+                # while the records acquired ahead stay within two polls
+                self.fetcher.fetch_records = self.poll_records
+                if buffered < self.poll_records:
+                    self.fetcher.fetch(self.wanted())
+                elif buffered < 2 * self.poll_records and self.fetcher.pending:
+                    self.fetcher.fetch(self.wanted(), acks_only=True)
+        # a quick application's acknowledgements wait for the next fetch, ACK_LINGER_MS at most;
+        # anyone else's (and a commit's) go now
+        self.fetcher.send_acks(self.clock.monotonic_ms() - ACK_LINGER_MS if quick else None)
 
     def take_answers(self) -> None:
         """The answers that came, and what requests that could not go decided meanwhile."""

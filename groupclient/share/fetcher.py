@@ -129,6 +129,8 @@ class ShareFetcher:
         self.buffer: collections.deque[Chunk] = collections.deque()
         self.outcomes: list[AckOutcome] = []
         self.pending: dict[int, Acks] = {}  # per node: acknowledgements not sent yet
+        self._pending_since: dict[int, int] = {}  # per node: when its oldest pending ones were made
+        self.fetch_records = config.max_records  # what a fetch asks for (ShareFetch's MaxRecords)
         self._pending_ticket: dict[int, int] = {}  # per node: the newest ticket among its pending ones
         self.acquisition_lock_timeout_ms: int | None = None
         self.problems = FetchProblems()
@@ -192,6 +194,7 @@ class ShareFetcher:
     # -- acknowledgements ---------------------------------------------------------------------
     def queue_acks(self, node: int, acks: Acks, ticket: int) -> None:
         """Acknowledgements to send to ``node`` with its next request."""
+        self._pending_since.setdefault(node, self._now())
         pending = self.pending.setdefault(node, {})
         for tp, (tip, offsets) in acks.items():
             if tp in pending:
@@ -200,14 +203,17 @@ class ShareFetcher:
                 pending[tp] = (tip, dict(offsets))
         self._pending_ticket[node] = max(ticket, self._pending_ticket.get(node, 0))
 
-    def send_acks(self) -> None:
-        """Send every node's pending acknowledgements that can go now, in a ShareAcknowledge;
-        those of a node with a request on its way wait for its answer."""
+    def send_acks(self, made_before: int | None = None) -> None:
+        """Send every node's pending acknowledgements that can go now, in a ShareAcknowledge (with
+        ``made_before``: only where the oldest were made then or before); those of a node with a
+        request on its way wait for its answer."""
         for node in list(self.pending):
             session = self.sessions.get(node)
             if session is not None and (session.in_flight or not self.client.ready(node)):
                 continue  # after its answer, or once connected (a dropped connection fails the acks then)
-            acks = self.pending.pop(node)
+            if made_before is not None and self._pending_since.get(node, made_before) > made_before:
+                continue  # to ride on the next fetch
+            acks = self._take_pending(node)
             ticket = self._pending_ticket.pop(node, 0)
             if session is None:
                 self._fail_acks(acks, ticket, AcknowledgementFailedError(
@@ -220,6 +226,10 @@ class ShareFetcher:
                     "were released to the group"))
                 continue
             self._send(_Sent(node, request, acks, ticket, fetching=False, ack_only=True))
+
+    def _take_pending(self, node: int) -> Acks:
+        self._pending_since.pop(node, None)
+        return self.pending.pop(node, {})
 
     def _fail_acks(self, acks: Acks, ticket: int, error: GroupClientError) -> None:
         for tp, (_, offsets) in acks.items():
@@ -251,7 +261,7 @@ class ShareFetcher:
             session = self.sessions[node] = ShareSession(node)
         if session.in_flight or not self.client.ready(node):
             return
-        acks = self.pending.pop(node, {})
+        acks = self._take_pending(node)
         ticket = self._pending_ticket.pop(node, 0)
         if acks and not session.is_open:
             # a new session's first fetch cannot carry them: the records were released with the old
@@ -300,13 +310,13 @@ class ShareFetcher:
                     is_renew_ack=r.renews, topics=r.acknowledge_topics())
             future = self.client.send(sent.node, ShareAcknowledgeRequest, ShareAcknowledgeResponse, build)
         else:
-            fetching = sent.fetching
+            fetching, asked = sent.fetching, self.fetch_records
 
             def build(version: int) -> Any:
                 return ShareFetchRequest(
                     version=version, group_id=c.group_id, member_id=c.member_id, share_session_epoch=r.epoch,
                     max_wait_ms=c.max_wait_ms if fetching else 0, min_bytes=c.min_bytes if fetching else 0,
-                    max_bytes=c.max_bytes if fetching else 0, max_records=c.max_records if fetching else 0,
+                    max_bytes=c.max_bytes if fetching else 0, max_records=asked if fetching else 0,
                     batch_size=c.max_records if fetching else 0, share_acquire_mode=c.acquire_mode,
                     is_renew_ack=r.renews, topics=r.fetch_topics(),
                     forgotten_topics_data=r.forgotten_topics())
@@ -458,7 +468,7 @@ def api_label(api: ApiKey) -> str:
 
 
 def _renews(offsets: dict[int, int]) -> bool:
-    return any(t == AcknowledgeType.RENEW for t in offsets.values())
+    return AcknowledgeType.RENEW in offsets.values()  # compared in C, not a Python step per offset
 
 
 def _batches(acks: Acks) -> dict[TopicPartition, tuple[TopicIdPartition, list[Batch]]]:

@@ -24,6 +24,7 @@ are a bug of the application's, and it is told where it made it.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,7 @@ from ..protocol.share_group import AcknowledgeType
 from ..structs import TopicPartition
 
 GAP = AcknowledgeType.GAP
+_OFFSET = operator.attrgetter("offset")
 # a run of this many records of one type or more gets an acknowledgement batch of its own, with
 # the type once (Java's MAX_RECORDS_WITH_SAME_ACKNOWLEDGE_TYPE)
 SAME_TYPE_RUN = 10
@@ -113,7 +115,8 @@ class InFlight:
     # -- what poll() hands out -------------------------------------------------------------------
     def deliver(self, tp: TopicPartition, node: int, records: Iterable[Any]) -> None:
         """``records`` (each with ``.offset``) are handed out by this poll."""
-        self._part(tp, node).records.update((record.offset, record) for record in records)
+        listed = records if isinstance(records, list) else list(records)
+        self._part(tp, node).records.update(zip(map(_OFFSET, listed), listed))  # no Python step per record
 
     def gaps(self, tp: TopicPartition, node: int, offsets: Iterable[int]) -> None:
         """Acquired offsets with no record: acknowledged as gaps with what is sent next."""

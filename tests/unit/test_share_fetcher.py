@@ -12,7 +12,7 @@ from groupclient.errors import AcknowledgementFailedError, InvalidRecordStateErr
 from groupclient.protocol.apis import ApiKey
 from groupclient.protocol.share_group import AcknowledgeType as A
 from groupclient.protocol.share_group import ShareAcknowledgeResponse, ShareFetchResponse
-from groupclient.share.engine import ShareEngine
+from groupclient.share.engine import ACK_LINGER_MS, FETCH_AHEAD_POLLS, QUICK_GAP_MS, ShareEngine
 from groupclient.share.fetcher import ShareFetchConfig, ShareFetcher
 from groupclient.share.in_flight import InFlight
 from groupclient.structs import TopicPartition
@@ -228,3 +228,43 @@ def test_a_lock_runs_from_when_the_fetch_went_not_from_when_the_application_took
     f.clock.advance(30_000 - 1_000)  # the application comes back 29 s later
     f.engine.take_answers()
     assert f.fetcher.take_records(500) == [] and f.fetcher.expired_unused == 4
+
+
+def quick_poll(f: Fetching, gap_ms: int) -> None:
+    """The application takes what is buffered, and comes back to poll() ``gap_ms`` later."""
+    f.take()
+    f.engine.handed_out(f.clock.monotonic_ms())
+    f.clock.advance(gap_ms)
+    f.engine.poll_started(f.clock.monotonic_ms())
+    f.in_flight.acknowledge_all(A.ACCEPT)
+    f.engine.send_acknowledged()
+
+
+def test_an_application_that_keeps_up_gets_fetches_of_several_polls_and_its_acknowledgements_ride_on_them() -> None:
+    f = Fetching()
+    f.turn(fetch_answer([part(records(0, 4), [(0, 3, 1)])]))
+    quick_poll(f, gap_ms=QUICK_GAP_MS - 1)
+    f.turn(fetch_answer([part(records(4, 3000), [(4, 3003, 1)])]))
+    first, second = f.sent(ApiKey.SHARE_FETCH)[:2]
+    assert (first.max_records, second.max_records) == (500, FETCH_AHEAD_POLLS * 500)  # batch_size stays a poll's
+    assert second.batch_size == 500 and second.topics[0].partitions[0].acknowledgement_batches  # it carried them
+    # 2,500 records wait, more than a fetch asks for: none is due, and the acknowledgements of the
+    # next poll wait for one...
+    quick_poll(f, gap_ms=QUICK_GAP_MS - 1)
+    f.turn()
+    assert f.sent(ApiKey.SHARE_ACKNOWLEDGE) == [] and len(f.sent(ApiKey.SHARE_FETCH)) == 2
+    # ...ACK_LINGER_MS at most: then they go on their own
+    f.clock.advance(ACK_LINGER_MS)
+    f.acks.append(ack_answer())
+    f.turn()
+    assert len(f.sent(ApiKey.SHARE_ACKNOWLEDGE)) == 1
+
+
+def test_a_slower_application_fetches_a_poll_ahead_and_its_acknowledgements_go_at_once() -> None:
+    f = Fetching()
+    f.turn(fetch_answer([part(records(0, 1600), [(0, 1599, 1)])]))
+    quick_poll(f, gap_ms=QUICK_GAP_MS)  # back a moment too late: as any application's
+    f.acks.append(ack_answer())
+    f.turn()
+    assert [r.max_records for r in f.sent(ApiKey.SHARE_FETCH)] == [500]  # 1,100 records wait: no fetch
+    assert len(f.sent(ApiKey.SHARE_ACKNOWLEDGE)) == 1
