@@ -198,7 +198,7 @@ class ShareEngine:
         self._tickets += 1
         ticket = self._tickets
         by_node: dict[int, dict[TopicPartition, tuple[TopicIdPartition, dict[int, int]]]] = {}
-        for tp, (node, offsets) in taken.items():
+        for (tp, node), offsets in taken.items():
             by_node.setdefault(node, {})[tp] = (self.tips[tp], offsets)
             for kind, n in collections.Counter(offsets.values()).items():
                 name = AcknowledgeType(kind).name
@@ -208,7 +208,7 @@ class ShareEngine:
         if wait:
             self._waiting.add(ticket)
             self._results[ticket] = {}
-        return ticket, set(taken)
+        return ticket, {tp for tp, _ in taken}
 
     def wait_for(self, ticket: int, partitions: set[TopicPartition], timer: Timer,
                  wake: Callable[[], None]) -> dict[TopicPartition, GroupClientError | None] | None:

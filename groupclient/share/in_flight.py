@@ -25,7 +25,7 @@ are a bug of the application's, and it is told where it made it.
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,17 +100,25 @@ class PartitionInFlight:
 
 
 class InFlight:
-    """Every partition's records in flight and acknowledgements waiting to be sent."""
+    """Every partition's records in flight and acknowledgements waiting to be sent, per partition
+    and per broker the records came from: after a leader moved, one poll may hand out records of
+    one partition from both, and each goes back to the broker that holds its lock."""
 
     def __init__(self, explicit: bool) -> None:
         self.explicit = explicit
-        self._parts: dict[TopicPartition, PartitionInFlight] = {}
+        self._parts: dict[TopicPartition, dict[int, PartitionInFlight]] = {}  # partition -> node -> ...
 
     def _part(self, tp: TopicPartition, node: int) -> PartitionInFlight:
-        part = self._parts.get(tp)
-        if part is None or (part.node != node and not part.records and not part.acks):
-            part = self._parts[tp] = PartitionInFlight(node)
+        by_node = self._parts.setdefault(tp, {})
+        part = by_node.get(node)
+        if part is None:
+            part = by_node[node] = PartitionInFlight(node)
         return part
+
+    def _all(self) -> Iterator[tuple[TopicPartition, PartitionInFlight]]:
+        for tp, by_node in self._parts.items():
+            for part in by_node.values():
+                yield tp, part
 
     # -- what poll() hands out -------------------------------------------------------------------
     def deliver(self, tp: TopicPartition, node: int, records: Iterable[Any]) -> None:
@@ -139,29 +147,31 @@ class InFlight:
             raise IllegalStateError(
                 "Implicit acknowledgement of delivery is being used: the next poll() or commit accepts every "
                 "record of the last poll; set share_acknowledgement_mode='explicit' to acknowledge records one by one")
-        part = self._parts.get(tp)
-        if part is not None and offset in part.acknowledged:
-            raise IllegalStateError(
-                f"the record at offset {offset} of {tp.topic}-{tp.partition} was already acknowledged "
-                f"({AcknowledgeType(part.acks[offset]).name}) since the last poll(); a record takes one "
-                "acknowledgement (RENEW, then another, across polls)")
-        if part is None or (offset not in part.records and offset not in part.undeliverable):
+        parts = self._parts.get(tp, {}).values()
+        for part in parts:
+            if offset in part.acknowledged:
+                raise IllegalStateError(
+                    f"the record at offset {offset} of {tp.topic}-{tp.partition} was already acknowledged "
+                    f"({AcknowledgeType(part.acks[offset]).name}) since the last poll(); a record takes one "
+                    "acknowledgement (RENEW, then another, across polls)")
+        holder = next((p for p in parts if offset in p.records or offset in p.undeliverable), None)
+        if holder is None:
             raise IllegalStateError(
                 f"the record at offset {offset} of {tp.topic}-{tp.partition} cannot be acknowledged: the last "
                 "poll() did not return it, or its acknowledgement was sent already (only the records of the last "
                 "poll can be acknowledged)")
-        if offset in part.undeliverable:
+        if offset in holder.undeliverable:
             if kind is AcknowledgeType.RENEW:
                 raise IllegalStateError(f"the record at offset {offset} of {tp.topic}-{tp.partition} could not be "
                                         "deserialized: acknowledge it with ACCEPT, RELEASE or REJECT, not RENEW")
-            part.undeliverable.discard(offset)
+            holder.undeliverable.discard(offset)
         else:
-            part.acknowledged.add(offset)
-        part.acks[offset] = kind
+            holder.acknowledged.add(offset)
+        holder.acks[offset] = kind
 
     def acknowledge_all(self, kind: AcknowledgeType) -> None:
         """Acknowledge every record in flight not acknowledged yet (implicit mode: ACCEPT)."""
-        for part in self._parts.values():
+        for _, part in self._all():
             if not part.acknowledged:  # none by hand (implicit mode): all at once
                 part.acks.update(dict.fromkeys(part.records, int(kind)))
                 part.acknowledged.update(part.records)
@@ -173,19 +183,19 @@ class InFlight:
 
     def unacknowledged(self) -> int:
         """Records in flight that are not acknowledged."""
-        return sum(len(p.records) - len(p.acknowledged) for p in self._parts.values())
+        return sum(len(p.records) - len(p.acknowledged) for _, p in self._all())
 
     def in_flight(self) -> int:
-        return sum(len(p.records) for p in self._parts.values())
+        return sum(len(p.records) for _, p in self._all())
 
     # -- what goes out -----------------------------------------------------------------------------
-    def take(self, node: int | None = None) -> dict[TopicPartition, tuple[int, dict[int, int]]]:
-        """The acknowledgements to send (of ``node``'s partitions, or all): per partition the node
-        and offset -> type.  The records acknowledged leave flight; those renewed wait for the
-        broker's answer (:meth:`renew_answered`)."""
-        taken: dict[TopicPartition, tuple[int, dict[int, int]]] = {}
-        for tp, part in self._parts.items():
-            if (node is not None and part.node != node) or not part.acks:
+    def take(self) -> dict[tuple[TopicPartition, int], dict[int, int]]:
+        """The acknowledgements to send: per partition and node, offset -> type.  The records
+        acknowledged leave flight; those renewed wait for the broker's answer
+        (:meth:`renew_answered`)."""
+        taken: dict[tuple[TopicPartition, int], dict[int, int]] = {}
+        for tp, part in self._all():
+            if not part.acks:
                 continue
             acks, part.acks = part.acks, {}
             if len(part.acknowledged) == len(part.records) and AcknowledgeType.RENEW not in acks.values():
@@ -197,41 +207,42 @@ class InFlight:
                         part.renewing[offset] = record
             part.acknowledged.clear()
             part.undeliverable.clear()
-            taken[tp] = (part.node, acks)
+            taken[(tp, part.node)] = acks
         return taken
 
     def renew_answered(self, tp: TopicPartition, offsets: Iterable[int], ok: bool) -> None:
         """The broker answered the RENEW of ``offsets``: renewed, they come back with the next
         poll; not (``ok`` False), they are no longer this consumer's."""
-        part = self._parts.get(tp)
-        if part is None:
-            return
-        for offset in offsets:
-            record = part.renewing.pop(offset, None)
-            if record is not None and ok:
-                part.renewed[offset] = record
+        for part in self._parts.get(tp, {}).values():
+            for offset in offsets:
+                record = part.renewing.pop(offset, None)
+                if record is not None and ok:
+                    part.renewed[offset] = record
 
     def renewing(self) -> bool:
         """Some RENEW awaits the broker's answer."""
-        return any(p.renewing for p in self._parts.values())
+        return any(p.renewing for _, p in self._all())
 
     def take_renewed(self) -> dict[TopicPartition, list[Any]]:
         """The renewed records, back in flight: what the next poll returns."""
         back: dict[TopicPartition, list[Any]] = {}
-        for tp, part in self._parts.items():
+        for tp, part in self._all():
             if part.renewed:
                 records = [part.renewed[o] for o in sorted(part.renewed)]
                 part.renewed.clear()
                 for record in records:
                     part.records[record.offset] = record
-                back[tp] = records
+                back.setdefault(tp, []).extend(records)
         return back
 
     def forget_settled(self) -> None:
         """Drop the partitions with nothing in flight, to send or awaited."""
-        for tp in [tp for tp, p in self._parts.items()
-                   if not (p.records or p.acks or p.undeliverable or p.renewing or p.renewed)]:
-            del self._parts[tp]
+        for tp, by_node in list(self._parts.items()):
+            for node in [n for n, p in by_node.items()
+                         if not (p.records or p.acks or p.undeliverable or p.renewing or p.renewed)]:
+                del by_node[node]
+            if not by_node:
+                del self._parts[tp]
 
     def drop(self) -> int:
         """Forget everything (close, after what could be sent was): the records in flight left."""

@@ -130,7 +130,7 @@ def test_a_record_that_cannot_be_deserialized_is_raised_before_the_rest_is_settl
     assert "acknowledge('jobs', 0, 2, AcknowledgeType.REJECT)" in str(error)
     for offset in (0, 1, 3):
         f.in_flight.acknowledge(TP, offset, A.ACCEPT)
-    assert f.in_flight.take() == {TP: (0, {0: 1, 1: 1, 2: int(A.RELEASE), 3: 1})}
+    assert f.in_flight.take() == {(TP, 0): {0: 1, 1: 1, 2: int(A.RELEASE), 3: 1}}
 
 
 def test_a_bad_record_outside_the_acquired_ranges_is_not_this_consumers_business() -> None:

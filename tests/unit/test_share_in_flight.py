@@ -61,7 +61,7 @@ def test_explicit_mode_takes_each_record_of_the_last_poll_once() -> None:
     with pytest.raises(IllegalStateError, match="cannot be acknowledged"):
         flight.acknowledge(TopicPartition("t", 1), 5, A.ACCEPT)
     flight.acknowledge(TP, 7, A.REJECT)
-    assert flight.take() == {TP: (1, {5: ACC, 6: REL, 7: REJ})}
+    assert flight.take() == {(TP, 1): {5: ACC, 6: REL, 7: REJ}}
     assert flight.in_flight() == 0
     with pytest.raises(IllegalStateError, match="acknowledgement was sent already"):
         flight.acknowledge(TP, 5, A.ACCEPT)  # taken: no longer in flight
@@ -73,17 +73,17 @@ def test_implicit_mode_refuses_acknowledge_and_accepts_everything() -> None:
     with pytest.raises(IllegalStateError, match="Implicit acknowledgement of delivery is being used"):
         flight.acknowledge(TP, 0, A.ACCEPT)
     flight.acknowledge_all(A.ACCEPT)
-    assert flight.take() == {TP: (1, {0: ACC, 1: ACC})}
+    assert flight.take() == {(TP, 1): {0: ACC, 1: ACC}}
 
 
 def test_a_commit_in_explicit_mode_sends_what_was_acknowledged_and_keeps_the_rest_in_flight() -> None:
     flight = InFlight(explicit=True)
     flight.deliver(TP, 1, records(0, 1, 2))
     flight.acknowledge(TP, 1, A.ACCEPT)
-    assert flight.take() == {TP: (1, {1: ACC})}
+    assert flight.take() == {(TP, 1): {1: ACC}}
     assert flight.unacknowledged() == 2
     flight.acknowledge(TP, 0, A.ACCEPT)  # still in flight: still acknowledgeable
-    assert flight.take() == {TP: (1, {0: ACC})}
+    assert flight.take() == {(TP, 1): {0: ACC}}
 
 
 def test_gaps_and_undeliverable_records_are_acknowledged_by_themselves() -> None:
@@ -94,14 +94,14 @@ def test_gaps_and_undeliverable_records_are_acknowledged_by_themselves() -> None
     flight.acknowledge(TP, 7, A.REJECT)  # by offset: overrides the release
     with pytest.raises(IllegalStateError, match="cannot be acknowledged"):
         flight.acknowledge(TP, 7, A.ACCEPT)
-    assert flight.take() == {TP: (1, {3: 0, 4: 0, 7: REJ})}
+    assert flight.take() == {(TP, 1): {3: 0, 4: 0, 7: REJ}}
 
 
 def test_an_undeliverable_record_left_alone_is_released() -> None:
     flight = InFlight(explicit=False)
     flight.undeliverable(TP, 1, 2)
     flight.acknowledge_all(A.ACCEPT)
-    assert flight.take() == {TP: (1, {2: REL})}
+    assert flight.take() == {(TP, 1): {2: REL}}
 
 
 def test_a_renewed_record_comes_back_and_still_needs_its_acknowledgement() -> None:
@@ -109,14 +109,14 @@ def test_a_renewed_record_comes_back_and_still_needs_its_acknowledgement() -> No
     flight.deliver(TP, 1, records(0, 1))
     flight.acknowledge(TP, 0, A.RENEW)
     flight.acknowledge(TP, 1, A.ACCEPT)
-    assert flight.take() == {TP: (1, {0: int(A.RENEW), 1: ACC})}
+    assert flight.take() == {(TP, 1): {0: int(A.RENEW), 1: ACC}}
     assert flight.renewing() and flight.take_renewed() == {}
     flight.renew_answered(TP, [0, 1], ok=True)
     assert not flight.renewing()
     assert flight.take_renewed() == {TP: records(0)}
     assert flight.unacknowledged() == 1
     flight.acknowledge(TP, 0, A.ACCEPT)
-    assert flight.take() == {TP: (1, {0: ACC})}
+    assert flight.take() == {(TP, 1): {0: ACC}}
 
 
 def test_a_renewal_the_broker_refused_drops_the_record() -> None:
@@ -126,3 +126,23 @@ def test_a_renewal_the_broker_refused_drops_the_record() -> None:
     flight.take()
     flight.renew_answered(TP, [0], ok=False)
     assert not flight.renewing() and flight.take_renewed() == {} and flight.in_flight() == 0
+
+
+def test_records_of_one_partition_from_two_leaders_go_back_each_to_its_own() -> None:
+    # the leader moved between two fetches: one poll hands out the partition's records from the old
+    # leader's answer and the new one's, and each acknowledgement goes where that record's lock is
+    for explicit in (False, True):
+        flight = InFlight(explicit=explicit)
+        flight.deliver(TP, 1, records(0, 1))
+        flight.deliver(TP, 2, records(2))
+        if explicit:
+            for offset, kind in ((0, A.ACCEPT), (1, A.RELEASE), (2, A.REJECT)):
+                flight.acknowledge(TP, offset, kind)
+            with pytest.raises(IllegalStateError, match="already acknowledged"):
+                flight.acknowledge(TP, 2, A.ACCEPT)
+        else:
+            flight.acknowledge_all(A.ACCEPT)
+        assert flight.take() == ({(TP, 1): {0: ACC, 1: REL}, (TP, 2): {2: REJ}} if explicit
+                                 else {(TP, 1): {0: ACC, 1: ACC}, (TP, 2): {2: ACC}})
+        flight.forget_settled()
+        assert flight.in_flight() == 0 and flight.take() == {}
