@@ -132,7 +132,7 @@ class ShareEngine:
             buffered = self.fetcher.buffered()
             if quick:
                 # an application that keeps up with the fetches: each asks for several polls'
-                # records and goes while two polls' worth still wait, carrying the acknowledgements
+                # records and goes while fewer than that wait, carrying the acknowledgements
                 # made meanwhile (a ShareAcknowledge of its own would hold the session up: Kafka
                 # writes the share state before it answers)
                 self.fetcher.fetch_records = FETCH_AHEAD_POLLS * self.poll_records
