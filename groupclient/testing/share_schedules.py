@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
-from typing import Any
+from typing import Any, Literal
 
 from ..coordinator.faults import FaultKind, FaultRule
 from ..error_codes import ErrorCode
@@ -37,6 +37,8 @@ SHARE_ERRORS = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR, 
                 ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_SERVER_ERROR, ErrorCode.REQUEST_TIMED_OUT,
                 ErrorCode.SHARE_SESSION_NOT_FOUND, ErrorCode.INVALID_SHARE_SESSION_EPOCH,
                 ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+# the members' acknowledgement modes, drawn (explicit twice as often)
+MODES: tuple[Literal["implicit", "explicit"], ...] = ("explicit", "explicit", "implicit")
 LOCK_MS = 15_000  # share.record.lock.duration.ms: Kafka's lowest, so that a pause outlasts it
 GROUP_CONFIGS = {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": str(LOCK_MS),
                  "share.heartbeat.interval.ms": "5000", "share.session.timeout.ms": "45000"}
@@ -69,7 +71,7 @@ def random_share_schedule(seed: int, *, min_members: int = 2, max_members: int =
     names = [f"s{i}" for i in range(members)]
     for name in names:
         schedule.behaviours[name] = ShareBehaviour(
-            mode=rng.choice(("explicit", "explicit", "implicit")), commit=rng.choice(("none", "sync", "async")),
+            mode=rng.choice(MODES), commit=rng.choice(("none", "sync", "async")),
             processing_ms=rng.choice((0, 0, 10, 200)), poll_timeout_ms=rng.choice((200, 1000)),
             release_share=rng.choice((0.0, 0.2, 0.5)), reject_share=rng.choice((0.0, 0.05)))
         schedule.acquire_modes[name] = rng.choice(("batch_optimized", "record_limit"))
@@ -115,8 +117,16 @@ def _apply(sim: GroupSimulation, schedule: ShareSchedule, step: Step, nodes_down
     elif step.action in ("crash", "leave", "pause", "stall", "cut"):
         if member is None or not member.alive:
             return
-        {"crash": lambda: sim.crash(name), "leave": lambda: sim.leave(name), "pause": lambda: sim.pause(name, step.ms),
-         "stall": lambda: sim.stall(name, step.ms), "cut": lambda: sim.cut(name)}[step.action]()
+        if step.action == "crash":
+            sim.crash(name)
+        elif step.action == "leave":
+            sim.leave(name)
+        elif step.action == "pause":
+            sim.pause(name, step.ms)
+        elif step.action == "stall":
+            sim.stall(name, step.ms)
+        else:
+            sim.cut(name)
     elif step.action == "fault":
         assert step.fault is not None
         f = step.fault  # a copy: a rule counts down as it fires, and the schedule replays
