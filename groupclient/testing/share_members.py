@@ -42,8 +42,8 @@ class ShareLedger:
     """What every share member of one simulation was handed and had accepted, in order."""
 
     deliveries: dict[Key, list[Delivery]] = field(default_factory=dict)
-    # records whose ACCEPT the broker confirmed, with the delivery count they were accepted at
-    accepted: dict[Key, tuple[str, int]] = field(default_factory=dict)
+    # each ACCEPT the broker confirmed: (member, the delivery count accepted, when it was told)
+    accepted: dict[Key, list[tuple[str, int, int]]] = field(default_factory=dict)
     # what happened since the invariants last looked (they look after every step)
     new_deliveries: list[tuple[Key, Delivery]] = field(default_factory=list)
     new_accepts: list[Key] = field(default_factory=list)
@@ -53,8 +53,8 @@ class ShareLedger:
         self.deliveries.setdefault(key, []).append(delivery)
         self.new_deliveries.append((key, delivery))
 
-    def confirmed_accept(self, key: Key, member: str, delivery_count: int) -> None:
-        self.accepted.setdefault(key, (member, delivery_count))
+    def confirmed_accept(self, key: Key, member: str, delivery_count: int, at_ms: int) -> None:
+        self.accepted.setdefault(key, []).append((member, delivery_count, at_ms))
         self.new_accepts.append(key)
 
 
@@ -123,7 +123,7 @@ class ShareSimMember:
                     continue
                 count, kind = waiting.popleft()
                 if error is None and kind is AcknowledgeType.ACCEPT:
-                    self.ledger.confirmed_accept((tp, offset), self.name, count)
+                    self.ledger.confirmed_accept((tp, offset), self.name, count, self.scheduler.now)
 
     def run(self) -> None:
         scheduler = self.scheduler

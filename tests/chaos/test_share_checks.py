@@ -20,28 +20,33 @@ class FakeSide:
         return self.members
 
 
-def delivered(o: int, n: int) -> dict[str, Any]:
-    return {"e": "delivered", "p": 0, "o": o, "n": n}
+def delivered(o: int, n: int, t: float = 0.0) -> dict[str, Any]:
+    return {"e": "delivered", "p": 0, "o": o, "n": n, "t": t}
 
 
 def acked(o: int, n: int, kind: str = "ACCEPT") -> dict[str, Any]:
     return {"e": "acked", "p": 0, "o": o, "n": n, "k": kind}
 
 
-def answered(o: int) -> dict[str, Any]:
-    return {"e": "answered", "p": 0, "o": o}
+def answered(o: int, t: float = 0.0) -> dict[str, Any]:
+    return {"e": "answered", "p": 0, "o": o, "t": t}
 
 
 def judged(*logs: list[dict[str, Any]]) -> list[str]:
+    return checked(*logs)[0]
+
+
+def checked(*logs: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
     side = FakeSide([FakeMember(f"s{i}.0", log) for i, log in enumerate(logs)])
-    return check_share(cast(ShareSide, side))[0]
+    return check_share(cast(ShareSide, side))
 
 
-CLEAN = [delivered(0, 1), delivered(1, 1), acked(0, 1, "RELEASE"), acked(1, 1), answered(0), answered(1)]
+CLEAN = [delivered(0, 1), delivered(1, 1), acked(0, 1, "RELEASE"), acked(1, 1), answered(0, t=1.0),
+         answered(1, t=1.0)]
 
 
 def test_a_clean_log_passes() -> None:
-    assert judged(CLEAN, [delivered(0, 2), acked(0, 2), answered(0)]) == []
+    assert judged(CLEAN, [delivered(0, 2, t=2.0), acked(0, 2), answered(0, t=3.0)]) == []
 
 
 def test_one_delivery_count_handed_out_twice_is_caught() -> None:
@@ -49,7 +54,16 @@ def test_one_delivery_count_handed_out_twice_is_caught() -> None:
 
 
 def test_an_accepted_record_delivered_again_is_caught() -> None:
-    assert "accepted at delivery 1 by s0.0, then delivered again" in judged(CLEAN, [delivered(1, 2)])[0]
+    assert "accepted at delivery 1 by s0.0, then delivered again" in judged(CLEAN, [delivered(1, 2, t=2.0)])[0]
+
+
+def test_an_accept_answered_after_the_record_went_to_another_member_is_counted_not_judged() -> None:
+    # s0 was paused past the lock: s1 got the record, accepted it and the start offset moved on;
+    # then s0's ACCEPT reached the broker, which takes any acknowledgement behind the start offset
+    paused = [delivered(0, 1, t=0.0), delivered(1, 1, t=0.0), acked(0, 1), acked(1, 1), answered(1, t=1.0),
+              answered(0, t=20.0)]
+    violations, figures = checked(paused, [delivered(0, 2, t=16.0), acked(0, 2), answered(0, t=17.0)])
+    assert violations == [] and figures["share_accepts_after_redelivery"] == 1
 
 
 def test_a_refused_accept_is_not_taken_for_an_accepted_record() -> None:

@@ -66,8 +66,10 @@ def test_the_invariants_catch_an_accepted_record_delivered_again_and_what_a_call
     try:
         ledger, invariants = sim.share_ledger, sim.share_invariants
         key = (TopicPartition("t", 0), 5)
-        ledger.confirmed_accept(key, "s0", 1)
-        ledger.deliveries[key] = [Delivery("s0", "m0", 1, 0), Delivery("s1", "m1", 2, 0)]
+        ledger.confirmed_accept(key, "s0", 1, at_ms=10)
+        ledger.deliveries[key] = [Delivery("s0", "m0", 1, 0), Delivery("s1", "m1", 2, 5)]
+        invariants._not_after_accept(key)  # told after the record went on: Kafka's answer to a late ACCEPT
+        ledger.deliveries[key].append(Delivery("s2", "m2", 3, 11))
         with pytest.raises(InvariantViolation, match="accepted by s0 at delivery 1 .* then handed out again"):
             invariants._not_after_accept(key)
         ledger.problems.append("s0 was told of an acknowledgement it never made")
