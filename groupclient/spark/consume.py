@@ -20,7 +20,7 @@ import pyarrow as pa
 from .arrow import ARROW_SCHEMA, columns_to_batch
 from .member_loop import HandOver, MemberOptions, MemberReport, OnCommit, Polled, TaskInfo, run_member, task_info
 from .offsets import Offsets, end_offsets
-from .options import consumer_config, topic_list
+from .options import check_handler_arguments, consumer_config, topic_list
 from .rendezvous import collect_rows as _collect, runs_together
 from .stop import StopWhen
 
@@ -69,15 +69,7 @@ def consume(spark: Any, topics: Iterable[str] | str, config: Mapping[str, Any], 
     ``batch_ms`` (sooner when a poll finds nothing new)."""
     names = topic_list(topics)
     cfg = consumer_config(config)
-    if batch_format not in BATCH_FORMATS:
-        raise ConfigurationError(f"batch_format must be one of {BATCH_FORMATS}, not {batch_format!r}")
-    for label, value in (("batch_records", batch_records), ("batch_ms", batch_ms)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ConfigurationError(f"{label} must be a positive integer, not {value!r}")
-    if not callable(handler):
-        raise ConfigurationError("handler must be a function taking one batch")
-    if not isinstance(stop, StopWhen):
-        raise ConfigurationError("stop must be a StopWhen")
+    check_handler_arguments(handler, stop, batch_format, BATCH_FORMATS, batch_records, batch_ms)
     context = spark.sparkContext
     count = members if members is not None else context.defaultParallelism
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:

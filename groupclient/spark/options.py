@@ -21,6 +21,7 @@ from typing import Any, cast
 
 from ..consumer.config import DEFAULTS, IGNORED, UNSUPPORTED, build_config
 from ..errors import ConfigurationError
+from .stop import StopWhen
 
 log = logging.getLogger("groupclient.spark")
 
@@ -195,3 +196,17 @@ def _positive_int(key: str, value: str) -> int:
     if number <= 0:
         raise ConfigurationError(f"option {key} must be a positive integer, not {value!r}")
     return number
+
+
+def check_handler_arguments(handler: Any, stop: StopWhen, batch_format: str, formats: tuple[str, ...],
+                            batch_records: int, batch_ms: int) -> None:
+    """The checks a consuming job's own arguments get on the driver (ConfigurationError)."""
+    if batch_format not in formats:
+        raise ConfigurationError(f"batch_format must be one of {formats}, not {batch_format!r}")
+    for label, value in (("batch_records", batch_records), ("batch_ms", batch_ms)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigurationError(f"{label} must be a positive integer, not {value!r}")
+    if not callable(handler):
+        raise ConfigurationError("handler must be a function taking one batch")
+    if not isinstance(stop, StopWhen):
+        raise ConfigurationError("stop must be a StopWhen")

@@ -34,7 +34,7 @@ from ..share.consumer import ShareConsumer
 from ..share.settings import build_share_config
 from .arrow import ARROW_SCHEMA, records_to_batch
 from .member_loop import task_info
-from .options import topic_list
+from .options import check_handler_arguments, topic_list
 from .rendezvous import collect_rows
 from .stop import Progress, StopWhen
 
@@ -170,15 +170,7 @@ def consume_share(spark: Any, topics: Iterable[str] | str, config: Mapping[str, 
                                  "released when it raises): leave share_acknowledgement_mode out")
     cfg = build_share_config({**given, "share_acknowledgement_mode": "explicit"})
     cfg = {k: v for k, v in cfg.items() if k in given or k == "share_acknowledgement_mode"}
-    if batch_format not in BATCH_FORMATS:
-        raise ConfigurationError(f"batch_format must be one of {BATCH_FORMATS}, not {batch_format!r}")
-    for label, value in (("batch_records", batch_records), ("batch_ms", batch_ms)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ConfigurationError(f"{label} must be a positive integer, not {value!r}")
-    if not callable(handler):
-        raise ConfigurationError("handler must be a function taking one batch")
-    if not isinstance(stop, StopWhen):
-        raise ConfigurationError("stop must be a StopWhen")
+    check_handler_arguments(handler, stop, batch_format, BATCH_FORMATS, batch_records, batch_ms)
     if stop.at_end:
         raise ConfigurationError("StopWhen(at_end=True) needs end offsets a member owns, and a share group's members "
                                  "own none: stop a share read with idle_ms, records or a deadline")

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import logging
 import random
 import sys
 import time
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
@@ -269,32 +270,48 @@ def run_schedule(schedule: Schedule, *, settle_ms: int = 120_000, **sim_settings
     return sim
 
 
-def check_seeds(seeds: Iterable[int], **schedule_settings: Any) -> list[tuple[int, str]]:
-    """Run the random schedule of each seed; (seed, what went wrong) for each that failed."""
+def seed_failures(play: Callable[[int], None], seeds: Iterable[int]) -> list[tuple[int, str]]:
+    """Play each seed with ``play``; (seed, what went wrong) for each that failed."""
     failures = []
     for seed in seeds:
         try:
-            run_schedule(random_schedule(seed, **schedule_settings)).close()
+            play(seed)
         except Exception as exc:
             detail = str(exc) if isinstance(exc, AssertionError) else traceback.format_exc()
             failures.append((seed, detail))
     return failures
 
 
-def check_seeds_in_parallel(seeds: list[int], workers: int = 2, **schedule_settings: Any) -> list[tuple[int, str]]:
-    """:func:`check_seeds` split over ``workers`` fresh processes (the simulator is single-core)."""
+def seed_failures_in_parallel(play: Callable[[int], None], seeds: list[int], workers: int) -> list[tuple[int, str]]:
+    """:func:`seed_failures` split over ``workers`` fresh processes (the simulator is single-core);
+    ``play`` must pickle (a module's function, or a partial of one)."""
     if workers <= 1:
-        return check_seeds(seeds, **schedule_settings)
+        return seed_failures(play, seeds)
     chunks = [seeds[i::workers] for i in range(workers)]
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-        results = pool.map(_check_chunk, [(chunk, schedule_settings) for chunk in chunks])
+        results = pool.map(_play_chunk, [(play, chunk) for chunk in chunks])
         return sorted(f for part in results for f in part)
 
 
-def _check_chunk(job: tuple[list[int], dict[str, Any]]) -> list[tuple[int, str]]:
+def _play_chunk(job: tuple[Callable[[int], None], list[int]]) -> list[tuple[int, str]]:
     logging.disable(logging.CRITICAL)  # a worker reports failures, not the member logs
-    seeds, settings = job
-    return check_seeds(seeds, **settings)
+    play, seeds = job
+    return seed_failures(play, seeds)
+
+
+def play_seed(seed: int, **schedule_settings: Any) -> None:
+    """Run the random schedule of ``seed`` (raises what :func:`run_schedule` raises)."""
+    run_schedule(random_schedule(seed, **schedule_settings)).close()
+
+
+def check_seeds(seeds: Iterable[int], **schedule_settings: Any) -> list[tuple[int, str]]:
+    """Run the random schedule of each seed; (seed, what went wrong) for each that failed."""
+    return seed_failures(functools.partial(play_seed, **schedule_settings), seeds)
+
+
+def check_seeds_in_parallel(seeds: list[int], workers: int = 2, **schedule_settings: Any) -> list[tuple[int, str]]:
+    """:func:`check_seeds` split over ``workers`` fresh processes."""
+    return seed_failures_in_parallel(functools.partial(play_seed, **schedule_settings), seeds, workers)
 
 
 def main(argv: list[str] | None = None) -> int:

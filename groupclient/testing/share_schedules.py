@@ -12,21 +12,18 @@ must drain: every record Acknowledged or Archived.  The share invariants
 from __future__ import annotations
 
 import argparse
-import logging
+import functools
 import random
 import sys
 import time
-import traceback
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from typing import Any, Literal
 
 from ..coordinator.faults import FaultKind, FaultRule
 from ..error_codes import ErrorCode
 from ..protocol.apis import ApiKey
-from .schedules import Step
+from .schedules import Step, seed_failures, seed_failures_in_parallel
 from .share_members import ShareBehaviour
 from .simulation import GroupSimulation
 
@@ -180,33 +177,20 @@ def run_share_schedule(schedule: ShareSchedule, *, drain_ms: int = 240_000, **si
     return sim
 
 
+def play_share_seed(seed: int, **schedule_settings: Any) -> None:
+    """Run the share schedule of ``seed`` (raises what :func:`run_share_schedule` raises)."""
+    run_share_schedule(random_share_schedule(seed, **schedule_settings)).close()
+
+
 def check_share_seeds(seeds: Iterable[int], **schedule_settings: Any) -> list[tuple[int, str]]:
     """Run the share schedule of each seed; (seed, what went wrong) for each that failed."""
-    failures = []
-    for seed in seeds:
-        try:
-            run_share_schedule(random_share_schedule(seed, **schedule_settings)).close()
-        except Exception as exc:
-            detail = str(exc) if isinstance(exc, AssertionError) else traceback.format_exc()
-            failures.append((seed, detail))
-    return failures
+    return seed_failures(functools.partial(play_share_seed, **schedule_settings), seeds)
 
 
 def check_share_seeds_in_parallel(seeds: list[int], workers: int = 2,
                                   **schedule_settings: Any) -> list[tuple[int, str]]:
     """:func:`check_share_seeds` split over ``workers`` fresh processes."""
-    if workers <= 1:
-        return check_share_seeds(seeds, **schedule_settings)
-    chunks = [seeds[i::workers] for i in range(workers)]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-        results = pool.map(_check_chunk, [(chunk, schedule_settings) for chunk in chunks])
-        return sorted(f for part in results for f in part)
-
-
-def _check_chunk(job: tuple[list[int], dict[str, Any]]) -> list[tuple[int, str]]:
-    logging.disable(logging.CRITICAL)  # a worker reports failures, not the member logs
-    seeds, settings = job
-    return check_share_seeds(seeds, **settings)
+    return seed_failures_in_parallel(functools.partial(play_share_seed, **schedule_settings), seeds, workers)
 
 
 def main(argv: list[str] | None = None) -> int:
